@@ -1,0 +1,109 @@
+//! Sets of non-negative integers written as ranges: hwloc cpulists (`0-3,8-11`) and RFC 22 idsets.
+
+use thiserror::Error;
+
+/// A malformed id list.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("invalid id list '{text}': {reason}")]
+pub struct IdsetError {
+    /// The text that was parsed.
+    pub text: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+fn err(text: &str, reason: impl Into<String>) -> IdsetError {
+    IdsetError {
+        text: text.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn number(text: &str, part: &str) -> Result<u32, IdsetError> {
+    let p = part.trim();
+    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(err(text, format!("'{part}' is not a non-negative integer")));
+    }
+    p.parse()
+        .map_err(|_| err(text, format!("'{part}' is too large")))
+}
+
+/// Parses ranges such as `0-3,8,10-11` (optionally in brackets) into `(first, last)` pairs, in the
+/// order written. Validation of order and overlap is left to the caller, who knows the rules.
+pub fn parse_ranges(text: &str) -> Result<Vec<(u32, u32)>, IdsetError> {
+    let t = text.trim();
+    let t = t
+        .strip_prefix('[')
+        .and_then(|s| s.strip_suffix(']'))
+        .unwrap_or(t);
+    if t.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for part in t.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (number(text, a)?, number(text, b)?),
+            None => {
+                let v = number(text, part)?;
+                (v, v)
+            }
+        };
+        if b < a {
+            return Err(err(text, format!("range '{}' runs backwards", part.trim())));
+        }
+        out.push((a, b));
+    }
+    Ok(out)
+}
+
+/// Parses a cpulist into a sorted, deduplicated vector.
+pub fn parse_list(text: &str) -> Result<Vec<u32>, IdsetError> {
+    let mut v: Vec<u32> = Vec::new();
+    for (a, b) in parse_ranges(text)? {
+        if (b - a) > 1 << 24 {
+            return Err(err(text, "range too large"));
+        }
+        v.extend(a..=b);
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
+/// Formats ascending ids as compact ranges: `[0,1,2,5]` becomes `0-2,5`.
+pub fn format_list(ids: &[u32]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if j > i {
+            out.push_str(&format!("{}-{}", ids[i], ids[j]));
+        } else {
+            out.push_str(&ids[i].to_string());
+        }
+        i = j + 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_formats() {
+        assert_eq!(parse_list("0-3,8-9").unwrap(), vec![0, 1, 2, 3, 8, 9]);
+        assert_eq!(parse_list("[5,1-2]").unwrap(), vec![1, 2, 5]);
+        assert_eq!(format_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+        assert_eq!(format_list(&[]), "");
+        assert!(parse_list("3-1").is_err());
+        assert!(parse_list("a").is_err());
+        assert!(parse_list("1,,2").is_err());
+    }
+}

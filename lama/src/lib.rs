@@ -1,0 +1,18 @@
+//! LAMA (Locality Aware Mapping Algorithm) task placement on hwloc topologies, task maps
+//! (Flux RFC 34, raw, PMI) and Slurm step layouts.
+//!
+//! Placement is a pure function: [`mapper::plan`] takes node topologies and a [`spec::Request`]
+//! and returns a [`mapper::Plan`]. hwloc is read only in [`topology`]; nothing here binds,
+//! logs or touches the environment.
+
+pub mod idset;
+pub mod level;
+pub mod topology;
+
+pub use level::Level;
+pub use topology::{NodeTopology, Span, TopologyError};
+pub mod mapper;
+pub mod spec;
+
+pub use mapper::{plan, Placement, PlacementError, Plan};
+pub use spec::{Request, SpecError};

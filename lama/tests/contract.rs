@@ -1,0 +1,115 @@
+//! The contract's worked examples and the seed's example, on real hwloc synthetic topologies.
+//! Expected values are copied from `lama-semantics.md`, not from this code's output.
+
+use lama::spec::{Expert, Request, Simple};
+use lama::{plan, NodeTopology, PlacementError};
+
+fn node() -> NodeTopology {
+    NodeTopology::from_synthetic("pack:2 core:4 pu:2").expect("synthetic topology")
+}
+
+/// Renders a plan as the contract writes it: `rank@node:PUs`.
+fn render(nodes: &[&NodeTopology], req: &Request) -> Result<String, PlacementError> {
+    let p = plan(nodes, req)?;
+    Ok((0..p.len())
+        .map(|r| {
+            let cpus = lama::idset::format_list(&p.cpus(r, nodes));
+            format!("{r}@{}:{cpus}", p.placements()[r].node)
+        })
+        .collect::<Vec<_>>()
+        .join(" "))
+}
+
+fn expert(map: &str, bind: &str, mppr: Option<&str>, order: &str, np: usize) -> Request {
+    let e = Expert {
+        map: Some(map),
+        bind: Some(bind),
+        mppr,
+        order: Some(order),
+    };
+    Request::expert(&e, Some(np), false).expect("valid request")
+}
+
+#[test]
+fn worked_examples_two_nodes() {
+    let n = node();
+    let nodes = [&n, &n];
+    let cases = [
+        (
+            "csbnh",
+            "1c",
+            None,
+            8,
+            "0@0:0-1 1@0:2-3 2@0:4-5 3@0:6-7 4@0:8-9 5@0:10-11 6@0:12-13 7@0:14-15",
+        ),
+        (
+            "sbnch",
+            "1c",
+            None,
+            8,
+            "0@0:0-1 1@0:8-9 2@1:0-1 3@1:8-9 4@0:2-3 5@0:10-11 6@1:2-3 7@1:10-11",
+        ),
+        (
+            "nsbch",
+            "1c",
+            None,
+            8,
+            "0@0:0-1 1@1:0-1 2@0:8-9 3@1:8-9 4@0:2-3 5@1:2-3 6@0:10-11 7@1:10-11",
+        ),
+        ("csbnh", "2c", None, 4, "0@0:0-3 1@0:4-7 2@0:8-11 3@0:12-15"),
+        (
+            "csbnh",
+            "1c",
+            Some("2:s"),
+            8,
+            "0@0:0-1 1@0:2-3 2@0:8-9 3@0:10-11 4@1:0-1 5@1:2-3 6@1:8-9 7@1:10-11",
+        ),
+    ];
+    for (map, bind, mppr, np, want) in cases {
+        let got = render(&nodes, &expert(map, bind, mppr, "n", np)).expect("placement");
+        assert_eq!(got, want, "map {map} bind {bind} mppr {mppr:?}");
+    }
+}
+
+#[test]
+fn worked_example_oversubscribed() {
+    let n = node();
+    let err = render(&[&n, &n], &expert("csbnh", "1c", None, "n", 33)).unwrap_err();
+    match err {
+        PlacementError::Oversubscribed {
+            placed, requested, ..
+        } => {
+            assert_eq!((placed, requested), (32, 33));
+        }
+        other => panic!("expected oversubscribed, got {other}"),
+    }
+    assert!(err_text(&n).contains("oversubscribed after placing 32 of 33"));
+}
+
+fn err_text(n: &NodeTopology) -> String {
+    render(&[n, n], &expert("csbnh", "1c", None, "n", 33))
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn seed_example_map_by_socket_bind_to_core() {
+    let n = NodeTopology::from_synthetic("pack:2 core:4 pu:1").expect("synthetic");
+    let simple = Simple {
+        map_by: Some("socket"),
+        bind_to: Some("core"),
+        rank_by: None,
+    };
+    let req = Request::simple(&simple, Some(8), false).expect("valid");
+    let p = plan(&[&n], &req).expect("placement");
+    // socket 0 cores hold ranks 0 2 4 6, socket 1 cores hold 1 3 5 7
+    let rank_on_cpu = |cpu: u32| {
+        (0..8)
+            .find(|&r| p.cpus(r, &[&n]) == vec![cpu])
+            .expect("bound")
+    };
+    let s0: Vec<usize> = (0..4).map(rank_on_cpu).collect();
+    let s1: Vec<usize> = (4..8).map(rank_on_cpu).collect();
+    assert_eq!(s0, vec![0, 2, 4, 6]);
+    assert_eq!(s1, vec![1, 3, 5, 7]);
+}
