@@ -113,3 +113,75 @@ fn seed_example_map_by_socket_bind_to_core() {
     assert_eq!(s0, vec![0, 2, 4, 6]);
     assert_eq!(s1, vec![1, 3, 5, 7]);
 }
+
+#[test]
+fn heterogeneous_nodes_skip_missing_coordinates() {
+    let big = node();
+    let small = NodeTopology::from_synthetic("pack:1 core:2 pu:2").expect("synthetic");
+    let nodes = [&big, &small];
+    // Worked by hand: socket 1 and cores 2-3 do not exist on node 1.
+    let want =
+        "0@0:0-1 1@0:8-9 2@1:0-1 3@0:2-3 4@0:10-11 5@1:2-3 6@0:4-5 7@0:12-13 8@0:6-7 9@0:14-15";
+    assert_eq!(
+        render(&nodes, &expert("sbnch", "1c", Some("1:c"), "n", 10)).expect("plan"),
+        want
+    );
+    let err = render(&nodes, &expert("sbnch", "1c", Some("1:c"), "n", 11)).unwrap_err();
+    assert!(err.to_string().contains("placing 10 of 11"), "{err}");
+    assert!(err.to_string().contains("'1:c'"), "{err}");
+}
+
+#[test]
+fn sequential_order_follows_hardware_within_each_node() {
+    let n = node();
+    let nodes = [&n, &n];
+    // sbnch natural gives 0@0:0-1 1@0:8-9 2@1:0-1 ...; sequential renumbers node by node, by PU.
+    let want = "0@0:0-1 1@0:2-3 2@0:8-9 3@0:10-11 4@1:0-1 5@1:2-3 6@1:8-9 7@1:10-11";
+    assert_eq!(
+        render(&nodes, &expert("sbnch", "1c", None, "s", 8)).expect("plan"),
+        want
+    );
+}
+
+#[test]
+fn windows_never_overlap_and_never_cross_sockets() {
+    // The original gave 0-5, 6-11, 8-13 for 3c on 2x4 cores; windows stay inside a socket here.
+    let n = NodeTopology::from_synthetic("pack:2 core:4 pu:1").expect("synthetic");
+    let want = "0@0:0-2 1@0:4-6";
+    assert_eq!(
+        render(&[&n], &expert("csbnh", "3c", Some("1:c"), "n", 2)).expect("plan"),
+        want
+    );
+    let err = render(&[&n], &expert("csbnh", "3c", Some("1:c"), "n", 3)).unwrap_err();
+    assert!(err.to_string().contains("placing 2 of 3"), "{err}");
+    // A width no socket holds: no resources, saying why.
+    let err = render(&[&n], &expert("csbnh", "5c", None, "n", 1)).unwrap_err();
+    assert_eq!(err.kind(), "no-resources");
+    assert!(err.to_string().contains("width 5"), "{err}");
+}
+
+#[test]
+fn oversubscribe_sweeps_again_ignoring_mppr() {
+    let n = NodeTopology::from_synthetic("pack:1 core:2 pu:1").expect("synthetic");
+    let e = Expert {
+        map: Some("csbnh"),
+        bind: Some("1c"),
+        mppr: Some("1:c"),
+        order: None,
+    };
+    let req = Request::expert(&e, Some(5), true).expect("valid");
+    let p = plan(&[&n], &req).expect("oversubscribed plan");
+    let cpus: Vec<Vec<u32>> = (0..5).map(|r| p.cpus(r, &[&n])).collect();
+    assert_eq!(cpus, vec![vec![0], vec![1], vec![0], vec![1], vec![0]]);
+}
+
+#[test]
+fn mppr_counts_a_process_once_per_object() {
+    // 2c inside one socket counts once against 1:s, so one such process fits per socket.
+    let n = NodeTopology::from_synthetic("pack:2 core:4 pu:1").expect("synthetic");
+    let want = "0@0:0-1 1@0:4-5";
+    assert_eq!(
+        render(&[&n], &expert("csbnh", "2c", Some("1:s"), "n", 2)).expect("plan"),
+        want
+    );
+}
