@@ -16,3 +16,5 @@ pub mod spec;
 
 pub use mapper::{plan, Placement, PlacementError, Plan};
 pub use spec::{Request, SpecError};
+pub mod slurm_layout;
+pub mod taskmap;

@@ -1,0 +1,280 @@
+//! Slurm step layouts: hostlist expressions, `SLURM_STEP_TASKS_PER_NODE` strings, distributions,
+//! and which global task runs on which node, as Slurm lays them out.
+//!
+//! Slurm has already computed how many tasks each node gets; given those counts, its block layout
+//! numbers tasks node by node, cyclic deals one task per node per round, plane deals blocks of
+//! `plane_size` per node per round (both skipping nodes that are full), and arbitrary follows the
+//! host file line by line. (For cyclic, this equals Slurm's own layout unless a node was
+//! overcommitted beyond its CPUs, where Slurm's cycle counts CPUs rather than tasks.)
+
+use thiserror::Error;
+
+use crate::taskmap::TaskMap;
+
+/// A Slurm value that cannot be read, or does not fit the step.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{0}")]
+pub struct LayoutError(pub String);
+
+fn bad(msg: impl Into<String>) -> LayoutError {
+    LayoutError(msg.into())
+}
+
+/// Splits at commas that are not inside brackets.
+fn split_top(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// Expands a hostlist expression such as `n[1-3,7]`, `c[001-128]`, `a[1-2]b[3-4],login`.
+pub fn expand_hostlist(expr: &str) -> Result<Vec<String>, LayoutError> {
+    let mut out = Vec::new();
+    for part in split_top(expr.trim()) {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        let mut hosts = vec![String::new()];
+        let mut rest = part;
+        while !rest.is_empty() {
+            match rest.find('[') {
+                None => {
+                    hosts.iter_mut().for_each(|h| h.push_str(rest));
+                    rest = "";
+                }
+                Some(open) => {
+                    let prefix = &rest[..open];
+                    let close = rest[open..]
+                        .find(']')
+                        .map(|c| open + c)
+                        .ok_or_else(|| bad(format!("hostlist '{expr}': '[' without ']'")))?;
+                    let inner = &rest[open + 1..close];
+                    let mut suffixes = Vec::new();
+                    for r in inner.split(',') {
+                        let (a, b) = r.split_once('-').unwrap_or((r, r));
+                        let (a, b) = (a.trim(), b.trim());
+                        let width = a.len();
+                        let lo: u64 = a
+                            .parse()
+                            .map_err(|_| bad(format!("hostlist '{expr}': bad range '{r}'")))?;
+                        let hi: u64 = b
+                            .parse()
+                            .map_err(|_| bad(format!("hostlist '{expr}': bad range '{r}'")))?;
+                        if hi < lo || hi - lo > 1_000_000 {
+                            return Err(bad(format!("hostlist '{expr}': bad range '{r}'")));
+                        }
+                        suffixes.extend((lo..=hi).map(|v| format!("{prefix}{v:0width$}")));
+                    }
+                    hosts = hosts
+                        .iter()
+                        .flat_map(|h| suffixes.iter().map(move |s| format!("{h}{s}")))
+                        .collect();
+                    rest = &rest[close + 1..];
+                }
+            }
+        }
+        out.extend(hosts);
+    }
+    Ok(out)
+}
+
+/// Expands a counts string such as `2(x3),1` into `[2, 2, 2, 1]`.
+pub fn expand_counts(s: &str) -> Result<Vec<u32>, LayoutError> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let part = part.trim();
+        let (n, rep) = match part.split_once("(x") {
+            Some((n, r)) => {
+                let r = r
+                    .strip_suffix(')')
+                    .ok_or_else(|| bad(format!("counts '{s}': expected N(xM) at '{part}'")))?;
+                (n, r)
+            }
+            None => (part, "1"),
+        };
+        let n: u32 = n
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("counts '{s}': '{part}' is not a count")))?;
+        let rep: usize = rep
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("counts '{s}': '{part}' has a bad repeat")))?;
+        if rep == 0 || rep > 1 << 24 {
+            return Err(bad(format!("counts '{s}': '{part}' has a bad repeat")));
+        }
+        out.extend(std::iter::repeat(n).take(rep));
+    }
+    Ok(out)
+}
+
+/// How Slurm spreads tasks over nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Distribution {
+    /// Consecutive tasks fill a node before the next.
+    Block,
+    /// One task per node per round.
+    Cyclic,
+    /// Blocks of this many tasks per node per round.
+    Plane(u32),
+    /// Task i runs on the host of line i of the host file.
+    Arbitrary(Vec<String>),
+}
+
+impl Distribution {
+    /// Reads a `SLURM_DISTRIBUTION` value. Only the part before the first `:` concerns nodes;
+    /// `plane` takes its size from `plane_size` (or `plane=N`), `arbitrary` its hosts from the file
+    /// contents given.
+    pub fn parse(
+        value: &str,
+        plane_size: Option<u32>,
+        hostfile: Option<&str>,
+    ) -> Result<Distribution, LayoutError> {
+        let node_part = value.split(':').next().unwrap_or("").trim();
+        let node_part = node_part.split(',').next().unwrap_or("").trim();
+        let (name, arg) = match node_part.split_once('=') {
+            Some((n, a)) => (n, Some(a)),
+            None => (node_part, None),
+        };
+        match name {
+            "block" | "" | "*" => Ok(Distribution::Block),
+            "cyclic" => Ok(Distribution::Cyclic),
+            "plane" => {
+                let size = match arg {
+                    Some(a) => a.parse().ok(),
+                    None => plane_size,
+                };
+                match size {
+                    Some(n) if n >= 1 => Ok(Distribution::Plane(n)),
+                    _ => Err(bad("plane distribution needs a plane size of at least 1 (SLURM_DIST_PLANESIZE or plane=N)")),
+                }
+            }
+            "arbitrary" => {
+                let text = hostfile.ok_or_else(|| {
+                    bad("arbitrary distribution needs a host file (SLURM_HOSTFILE)")
+                })?;
+                Ok(Distribution::Arbitrary(read_hostfile(text)?))
+            }
+            other => Err(bad(format!(
+                "unknown distribution '{other}' (valid: block, cyclic, plane, arbitrary)"
+            ))),
+        }
+    }
+}
+
+/// Reads a Slurm host file: one host per task, hostlist expressions allowed, `host*N` for N tasks,
+/// `#` comments and blank lines ignored.
+pub fn read_hostfile(text: &str) -> Result<Vec<String>, LayoutError> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        for entry in line.split_whitespace() {
+            let (expr, times) = match entry.rsplit_once('*') {
+                Some((h, n)) => (
+                    h,
+                    n.parse::<usize>().map_err(|_| {
+                        bad(format!("host file line {}: bad count in '{entry}'", i + 1))
+                    })?,
+                ),
+                None => (entry, 1),
+            };
+            for h in
+                expand_hostlist(expr).map_err(|e| bad(format!("host file line {}: {e}", i + 1)))?
+            {
+                out.extend(std::iter::repeat(h).take(times));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The node index of every task of a step.
+///
+/// `counts[i]` is the number of tasks on node `i` (from `SLURM_STEP_TASKS_PER_NODE`); `hosts` are
+/// the step's nodes in order (needed only for arbitrary).
+pub fn layout(
+    counts: &[u32],
+    dist: &Distribution,
+    hosts: &[String],
+) -> Result<Vec<u32>, LayoutError> {
+    let total: u64 = counts.iter().map(|&c| c as u64).sum();
+    if total > 1 << 32 {
+        return Err(bad("too many tasks"));
+    }
+    let total = total as usize;
+    let mut out = Vec::with_capacity(total);
+    match dist {
+        Distribution::Block => {
+            for (i, &c) in counts.iter().enumerate() {
+                out.extend(std::iter::repeat(i as u32).take(c as usize));
+            }
+        }
+        Distribution::Cyclic | Distribution::Plane(_) => {
+            let p = match dist {
+                Distribution::Plane(p) => *p,
+                _ => 1,
+            };
+            let mut left: Vec<u32> = counts.to_vec();
+            while out.len() < total {
+                for (i, l) in left.iter_mut().enumerate() {
+                    let k = (*l).min(p);
+                    out.extend(std::iter::repeat(i as u32).take(k as usize));
+                    *l -= k;
+                }
+            }
+        }
+        Distribution::Arbitrary(lines) => {
+            if lines.len() < total {
+                return Err(bad(format!(
+                    "host file lists {} hosts, the step has {total} tasks",
+                    lines.len()
+                )));
+            }
+            for (t, h) in lines.iter().take(total).enumerate() {
+                let i = hosts.iter().position(|x| x == h).ok_or_else(|| {
+                    bad(format!(
+                        "host file line for task {t}: host '{h}' is not in the step's node list"
+                    ))
+                })?;
+                out.push(i as u32);
+            }
+            let mut seen = vec![0u32; counts.len()];
+            for &i in &out {
+                if let Some(s) = seen.get_mut(i as usize) {
+                    *s += 1;
+                }
+            }
+            if seen != counts {
+                return Err(bad(format!(
+                    "host file gives {seen:?} tasks per node, Slurm's tasks per node say {counts:?}"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The RFC 34 task map of a step.
+pub fn step_taskmap(
+    counts: &[u32],
+    dist: &Distribution,
+    hosts: &[String],
+) -> Result<TaskMap, LayoutError> {
+    Ok(TaskMap::encode(&layout(counts, dist, hosts)?))
+}

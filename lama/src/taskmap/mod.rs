@@ -1,0 +1,309 @@
+//! Task maps: which node each task of a job runs on.
+//!
+//! [`TaskMap`] holds Flux RFC 34 blocks `[nodeid, nnodes, ppn, repeat]`; every query walks the
+//! blocks and never expands one entry per task. Submodules read and write the RFC 34 JSON, the raw
+//! node-ordered idsets and the PMI-1 `(vector,...)` forms.
+
+pub mod pmi;
+pub mod raw;
+pub mod rfc34;
+
+use std::fmt;
+
+use thiserror::Error;
+
+/// A task map that cannot be read or does not fit.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{0}")]
+pub struct TaskMapError(pub String);
+
+pub(crate) fn bad(msg: impl Into<String>) -> TaskMapError {
+    TaskMapError(msg.into())
+}
+
+/// One RFC 34 map block: `repeat` times, `ppn` consecutive tasks on each of `nnodes` nodes from `nodeid`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Block {
+    /// First node of the block.
+    pub nodeid: u64,
+    /// Number of consecutive nodes.
+    pub nnodes: u64,
+    /// Tasks per node in one pass.
+    pub ppn: u64,
+    /// Number of passes over the nodes.
+    pub repeat: u64,
+}
+
+impl Block {
+    /// Tasks in the whole block.
+    pub fn tasks(&self) -> u64 {
+        self.nnodes * self.ppn * self.repeat
+    }
+}
+
+/// A task map as RFC 34 blocks. An empty map means the mapping is unknown.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskMap {
+    blocks: Vec<Block>,
+}
+
+impl TaskMap {
+    /// A map from blocks as given (no recompression). Every field except `nodeid` must be at least 1
+    /// and the total must fit in 64 bits.
+    pub fn from_blocks(blocks: Vec<Block>) -> Result<TaskMap, TaskMapError> {
+        let mut total: u64 = 0;
+        for (i, b) in blocks.iter().enumerate() {
+            if b.nnodes == 0 || b.ppn == 0 || b.repeat == 0 {
+                return Err(bad(format!(
+                    "block {} [{},{},{},{}]: nnodes, ppn and repeat must be at least 1",
+                    i + 1,
+                    b.nodeid,
+                    b.nnodes,
+                    b.ppn,
+                    b.repeat
+                )));
+            }
+            let t = b
+                .nnodes
+                .checked_mul(b.ppn)
+                .and_then(|x| x.checked_mul(b.repeat))
+                .and_then(|x| x.checked_add(total))
+                .filter(|_| b.nodeid.checked_add(b.nnodes).is_some());
+            total = t.ok_or_else(|| bad(format!("block {} is too large", i + 1)))?;
+        }
+        Ok(TaskMap { blocks })
+    }
+
+    /// The canonical map of an assignment: `nodes[task]` is the node of each task.
+    pub fn encode(nodes: &[u32]) -> TaskMap {
+        let mut enc = Encoder::default();
+        for &n in nodes {
+            enc.push_run(n as u64, 1);
+        }
+        enc.finish()
+    }
+
+    /// The canonical form of this map (what [`TaskMap::encode`] gives for the same assignment).
+    pub fn canonical(&self) -> TaskMap {
+        let mut enc = Encoder::default();
+        for b in &self.blocks {
+            for _ in 0..b.repeat {
+                for n in b.nodeid..b.nodeid + b.nnodes {
+                    enc.push_run(n, b.ppn);
+                }
+            }
+        }
+        enc.finish()
+    }
+
+    /// The blocks.
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// Whether the mapping is unknown (no blocks).
+    pub fn is_unknown(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    /// Total number of tasks.
+    pub fn total_tasks(&self) -> u64 {
+        self.blocks.iter().map(Block::tasks).sum()
+    }
+
+    /// Number of nodes: one more than the highest node id.
+    pub fn nnodes(&self) -> u64 {
+        self.blocks
+            .iter()
+            .map(|b| b.nodeid + b.nnodes)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The node of a task, or `None` when the task is beyond the map.
+    pub fn node_of(&self, task: u64) -> Option<u64> {
+        let mut base = 0;
+        for b in &self.blocks {
+            let n = b.tasks();
+            if task < base + n {
+                let within = (task - base) % (b.nnodes * b.ppn);
+                return Some(b.nodeid + within / b.ppn);
+            }
+            base += n;
+        }
+        None
+    }
+
+    /// Number of tasks on a node.
+    pub fn ntasks_on(&self, node: u64) -> u64 {
+        self.blocks
+            .iter()
+            .filter(|b| b.nodeid <= node && node < b.nodeid + b.nnodes)
+            .map(|b| b.ppn * b.repeat)
+            .sum()
+    }
+
+    /// The tasks of a node as ascending inclusive ranges (an idset).
+    pub fn tasks_on(&self, node: u64) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        let mut base = 0;
+        for b in &self.blocks {
+            if b.nodeid <= node && node < b.nodeid + b.nnodes {
+                let stride = b.nnodes * b.ppn;
+                let off = (node - b.nodeid) * b.ppn;
+                for r in 0..b.repeat {
+                    let lo = base + r * stride + off;
+                    push_range(&mut out, lo, lo + b.ppn - 1);
+                }
+            }
+            base += b.tasks();
+        }
+        out.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(out.len());
+        for (a, b) in out {
+            push_range(&mut merged, a, b);
+        }
+        merged
+    }
+
+    /// Checks that the map describes a job of `ntasks` tasks on `nnodes` nodes.
+    pub fn check_shape(&self, ntasks: u64, nnodes: u64) -> Result<(), TaskMapError> {
+        if self.total_tasks() != ntasks {
+            return Err(bad(format!(
+                "got {} total tasks, expected {ntasks}",
+                self.total_tasks()
+            )));
+        }
+        if self.nnodes() != nnodes {
+            return Err(bad(format!(
+                "got {} nodes, expected {nnodes}",
+                self.nnodes()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The node of every task, in task order (materialises one entry per task).
+    pub fn assignment(&self) -> Vec<u64> {
+        let mut out = Vec::with_capacity(self.total_tasks() as usize);
+        for b in &self.blocks {
+            for _ in 0..b.repeat {
+                for n in b.nodeid..b.nodeid + b.nnodes {
+                    out.extend(std::iter::repeat(n).take(b.ppn as usize));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn push_range(v: &mut Vec<(u64, u64)>, lo: u64, hi: u64) {
+    match v.last_mut() {
+        Some(last) if last.1 + 1 == lo => last.1 = hi,
+        _ => v.push((lo, hi)),
+    }
+}
+
+/// Formats idset ranges as `0-3,8`.
+pub fn format_ranges(r: &[(u64, u64)]) -> String {
+    r.iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl fmt::Display for TaskMap {
+    /// The bare compact RFC 34 array, e.g. `[[0,4,4,1]]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, b) in self.blocks.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "[{},{},{},{}]", b.nodeid, b.nnodes, b.ppn, b.repeat)?;
+        }
+        f.write_str("]")
+    }
+}
+
+/// Builds the canonical block list from runs of consecutive tasks on one node.
+///
+/// A run extends the last block when it is the next node with the same ppn (and the last block has
+/// not repeated yet); a completed block equal in shape to the one before it becomes a repeat.
+#[derive(Default)]
+struct Encoder {
+    blocks: Vec<Block>,
+    pending: Option<(u64, u64)>,
+}
+
+impl Encoder {
+    fn push_run(&mut self, node: u64, count: u64) {
+        match &mut self.pending {
+            Some((n, c)) if *n == node => *c += count,
+            _ => {
+                if let Some((n, c)) = self.pending.take() {
+                    self.append(n, c);
+                }
+                self.pending = Some((node, count));
+            }
+        }
+    }
+
+    fn append(&mut self, node: u64, ppn: u64) {
+        match self.blocks.last_mut() {
+            Some(last)
+                if last.ppn == ppn && last.repeat == 1 && node == last.nodeid + last.nnodes =>
+            {
+                last.nnodes += 1;
+            }
+            _ => self.blocks.push(Block {
+                nodeid: node,
+                nnodes: 1,
+                ppn,
+                repeat: 1,
+            }),
+        }
+        let k = self.blocks.len();
+        if k >= 2 {
+            let (prev, cur) = (self.blocks[k - 2], self.blocks[k - 1]);
+            if cur.repeat == 1
+                && prev.nodeid == cur.nodeid
+                && prev.nnodes == cur.nnodes
+                && prev.ppn == cur.ppn
+            {
+                self.blocks[k - 2].repeat += 1;
+                self.blocks.pop();
+            }
+        }
+    }
+
+    fn finish(mut self) -> TaskMap {
+        if let Some((n, c)) = self.pending.take() {
+            self.append(n, c);
+        }
+        TaskMap {
+            blocks: self.blocks,
+        }
+    }
+}
+
+/// Reads a map in any of the three forms, told apart by their shape: JSON (RFC 34, bare or
+/// wrapped), `(vector,...)` (PMI), or anything else (raw).
+pub fn parse_any(text: &str) -> Result<TaskMap, TaskMapError> {
+    let t = text.trim();
+    if t.starts_with('{')
+        || (t.starts_with('[') && serde_json::from_str::<serde_json::Value>(t).is_ok())
+    {
+        rfc34::decode(t)
+    } else if t.starts_with('(') {
+        pmi::decode(t)
+    } else {
+        raw::decode(t)
+    }
+}

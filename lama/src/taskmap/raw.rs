@@ -1,0 +1,78 @@
+//! The raw task map of RFC 34's test vectors: node-ordered RFC 22 idsets separated by `;`.
+
+use super::{bad, format_ranges, TaskMap, TaskMapError};
+use crate::idset;
+
+/// Reads `0-1,8-9;2-3,10-11`. Every task id from 0 to the highest must appear exactly once, and
+/// each node's ranges must ascend. The empty string is the unknown mapping.
+pub fn decode(text: &str) -> Result<TaskMap, TaskMapError> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(TaskMap::default());
+    }
+    let mut owner: Vec<u32> = Vec::new();
+    const NONE: u32 = u32::MAX;
+    for (node, part) in t.split(';').enumerate() {
+        let ranges =
+            idset::parse_ranges(part).map_err(|e| bad(format!("node {node}: {}", e.reason)))?;
+        let mut prev: Option<u32> = None;
+        for (a, b) in ranges {
+            if let Some(p) = prev {
+                if a <= p {
+                    return Err(bad(format!(
+                        "node {node}: ranges out of order or overlapping at '{}' (after {p})",
+                        if a == b {
+                            a.to_string()
+                        } else {
+                            format!("{a}-{b}")
+                        }
+                    )));
+                }
+            }
+            prev = Some(b);
+            if b as usize >= owner.len() {
+                if b >= 1 << 28 {
+                    return Err(bad(format!("node {node}: task id {b} is too large")));
+                }
+                owner.resize(b as usize + 1, NONE);
+            }
+            for id in a..=b {
+                let o = &mut owner[id as usize];
+                if *o != NONE {
+                    return Err(bad(format!(
+                        "task {id} appears on node {} and again on node {node}",
+                        *o
+                    )));
+                }
+                *o = node as u32;
+            }
+        }
+    }
+    let missing: Vec<(u64, u64)> = {
+        let mut m: Vec<(u64, u64)> = Vec::new();
+        for (id, &o) in owner.iter().enumerate() {
+            if o == NONE {
+                match m.last_mut() {
+                    Some(r) if r.1 + 1 == id as u64 => r.1 = id as u64,
+                    _ => m.push((id as u64, id as u64)),
+                }
+            }
+        }
+        m
+    };
+    if !missing.is_empty() {
+        return Err(bad(format!(
+            "task ids {} are missing",
+            format_ranges(&missing)
+        )));
+    }
+    Ok(TaskMap::encode(&owner))
+}
+
+/// Writes the raw form: one idset per node, in node order.
+pub fn encode(map: &TaskMap) -> String {
+    (0..map.nnodes())
+        .map(|n| format_ranges(&map.tasks_on(n)))
+        .collect::<Vec<_>>()
+        .join(";")
+}
