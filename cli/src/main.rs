@@ -1,1 +1,70 @@
-fn main() {}
+//! `lama`: preview LAMA placements and convert task maps.
+
+mod plan;
+mod taskmap;
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+/// Topology-aware task placement for Slurm (LAMA).
+#[derive(Parser)]
+#[command(name = "lama", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Preview a whole-job placement on given or real topologies.
+    Plan(plan::PlanArgs),
+    /// Convert and query task maps (RFC 34, raw, PMI), or compute the current Slurm step's map.
+    Taskmap(taskmap::TaskmapArgs),
+}
+
+fn main() -> ExitCode {
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            if e.kind() != clap::error::ErrorKind::DisplayHelp
+                && e.kind() != clap::error::ErrorKind::DisplayVersion
+            {
+                let args: Vec<String> = std::env::args().collect();
+                if args
+                    .windows(2)
+                    .any(|w| w[0] == "--format" && w[1] == "json")
+                    || args.iter().any(|a| a == "--format=json")
+                {
+                    plan::print_json_error(
+                        "invalid-option",
+                        &e.to_string()
+                            .lines()
+                            .next()
+                            .unwrap_or("invalid option")
+                            .replace("error: ", ""),
+                        None,
+                    );
+                    eprint!("{e}");
+                    return ExitCode::from(2);
+                }
+            }
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+    };
+    match cli.cmd {
+        Cmd::Plan(a) => {
+            let sub = matches.subcommand_matches("plan");
+            plan::run(a, sub)
+        }
+        Cmd::Taskmap(a) => taskmap::run(a),
+    }
+}

@@ -1,0 +1,292 @@
+//! `lama plan`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{ArgMatches, Args, ValueEnum};
+use lama::spec::{Expert, Request, Simple};
+use lama::taskmap::{rfc34, TaskMap};
+use lama::{idset, plan, NodeTopology, Plan};
+use serde_json::{json, Value};
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Preview where every rank of a job goes.
+#[derive(Args)]
+pub struct PlanArgs {
+    /// An hwloc XML file for the next node (repeat for more nodes, in node order).
+    #[arg(long, value_name = "FILE")]
+    topology: Vec<PathBuf>,
+    /// An hwloc synthetic description for the next node, e.g. "pack:2 core:4 pu:2".
+    #[arg(long, value_name = "DESC")]
+    synthetic: Vec<String>,
+    /// This machine as the next node (the default when no node is given).
+    #[arg(long)]
+    this_machine: bool,
+    /// Number of nodes when a single topology is given: that many identical nodes.
+    #[arg(long, value_name = "N")]
+    nodes: Option<usize>,
+    /// Number of processes (default: one full sweep, or K per object with ppr:K:level).
+    #[arg(long, value_name = "N")]
+    np: Option<usize>,
+    /// Expert map, e.g. csbnh (leftmost token changes fastest).
+    #[arg(long, value_name = "STR")]
+    map: Option<String>,
+    /// Expert binding <width><level>, e.g. 1c, 2L2.
+    #[arg(long, value_name = "STR")]
+    bind: Option<String>,
+    /// Expert MPPR, e.g. 1:c,2:s.
+    #[arg(long, value_name = "STR")]
+    mppr: Option<String>,
+    /// Expert rank order: n (natural) or s (sequential).
+    #[arg(long, value_name = "n|s")]
+    order: Option<String>,
+    /// Simple level: node, numa, socket, l3cache, l2cache, l1cache, core, slot, hwthread, ppr:K:level [:pe=K]
+    #[arg(long, value_name = "X")]
+    map_by: Option<String>,
+    /// Simple level: hwthread, core, l1cache, l2cache, l3cache, socket, numa, none.
+    #[arg(long, value_name = "Y")]
+    bind_to: Option<String>,
+    /// Simple level: slot (sequential) or another level name (natural).
+    #[arg(long, value_name = "Z")]
+    rank_by: Option<String>,
+    /// Keep sweeping past MPPR limits until every process is placed.
+    #[arg(long)]
+    oversubscribe: bool,
+    /// Only these CPUs (hwloc cpulist, OS indexes) on every node, e.g. 0-3,8-11.
+    #[arg(long, value_name = "CPULIST")]
+    restrict: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+pub fn print_json_error(kind: &str, message: &str, counts: Option<(usize, usize)>) {
+    let mut e = json!({"kind": kind, "message": message});
+    if let Some((placed, requested)) = counts {
+        e["placed"] = json!(placed);
+        e["requested"] = json!(requested);
+    }
+    println!("{}", json!({ "error": e }));
+}
+
+fn fail(format: Format, kind: &str, message: &str, counts: Option<(usize, usize)>) -> ExitCode {
+    if format == Format::Json {
+        print_json_error(kind, message, counts);
+    }
+    eprintln!("lama plan: {message}");
+    ExitCode::from(if kind == "invalid-option" { 2 } else { 3 })
+}
+
+enum Source {
+    Xml(PathBuf),
+    Synthetic(String),
+    ThisMachine,
+}
+
+/// The node sources in the order they were written on the command line.
+fn sources(a: &PlanArgs, m: Option<&ArgMatches>) -> Vec<Source> {
+    let idx = |id: &str| -> Vec<usize> {
+        m.and_then(|m| m.indices_of(id))
+            .map(|i| i.collect())
+            .unwrap_or_default()
+    };
+    let mut all: Vec<(usize, Source)> = Vec::new();
+    let ti = idx("topology");
+    for (k, p) in a.topology.iter().enumerate() {
+        all.push((ti.get(k).copied().unwrap_or(k), Source::Xml(p.clone())));
+    }
+    let si = idx("synthetic");
+    for (k, s) in a.synthetic.iter().enumerate() {
+        all.push((
+            si.get(k).copied().unwrap_or(k),
+            Source::Synthetic(s.clone()),
+        ));
+    }
+    if a.this_machine {
+        all.push((
+            idx("this_machine").first().copied().unwrap_or(0),
+            Source::ThisMachine,
+        ));
+    }
+    all.sort_by_key(|(i, _)| *i);
+    let mut v: Vec<Source> = all.into_iter().map(|(_, s)| s).collect();
+    if v.is_empty() {
+        v.push(Source::ThisMachine);
+    }
+    v
+}
+
+pub fn request(a: &PlanArgs) -> Result<Request, String> {
+    let expert = a.map.is_some() || a.bind.is_some() || a.mppr.is_some() || a.order.is_some();
+    let simple = a.map_by.is_some() || a.bind_to.is_some() || a.rank_by.is_some();
+    if expert && simple {
+        return Err("use either the expert options (--map, --bind, --mppr, --order) or the simple ones (--map-by, --bind-to, --rank-by), not both".into());
+    }
+    let r = if simple {
+        Request::simple(
+            &Simple {
+                map_by: a.map_by.as_deref(),
+                bind_to: a.bind_to.as_deref(),
+                rank_by: a.rank_by.as_deref(),
+            },
+            a.np,
+            a.oversubscribe,
+        )
+    } else {
+        Request::expert(
+            &Expert {
+                map: a.map.as_deref(),
+                bind: a.bind.as_deref(),
+                mppr: a.mppr.as_deref(),
+                order: a.order.as_deref(),
+            },
+            a.np,
+            a.oversubscribe,
+        )
+    };
+    r.map_err(|e| e.to_string())
+}
+
+fn load(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<NodeTopology>, String> {
+    let mut models = Vec::new();
+    for s in sources(a, m) {
+        let t = match s {
+            Source::Xml(p) => NodeTopology::from_xml_file(&p),
+            Source::Synthetic(d) => NodeTopology::from_synthetic(&d),
+            Source::ThisMachine => NodeTopology::this_machine(),
+        }
+        .map_err(|e| e.to_string())?;
+        let t = match &a.restrict {
+            Some(list) => t
+                .restrict_to_list(list)
+                .map_err(|e| format!("--restrict: {e}"))?,
+            None => t,
+        };
+        models.push(t);
+    }
+    Ok(models)
+}
+
+/// Node models and, per node of the job, which model it uses.
+pub fn job_nodes(
+    a: &PlanArgs,
+    m: Option<&ArgMatches>,
+) -> Result<(Vec<NodeTopology>, Vec<usize>), String> {
+    let models = load(a, m)?;
+    let per_node = match (models.len(), a.nodes) {
+        (1, Some(0)) => return Err("--nodes must be at least 1".into()),
+        (1, Some(n)) => vec![0; n],
+        (k, Some(n)) if n != k => {
+            return Err(format!("--nodes {n} does not match the {k} topologies given (give one topology for N identical nodes)"))
+        }
+        (k, _) => (0..k).collect(),
+    };
+    Ok((models, per_node))
+}
+
+pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
+    let req = match request(&a) {
+        Ok(r) => r,
+        Err(e) => return fail(a.format, "invalid-option", &e, None),
+    };
+    let (models, per_node) = match job_nodes(&a, m) {
+        Ok(x) => x,
+        Err(e) => return fail(a.format, "invalid-option", &e, None),
+    };
+    let nodes: Vec<&NodeTopology> = per_node.iter().map(|&i| &models[i]).collect();
+    let p = match plan(&nodes, &req) {
+        Ok(p) => p,
+        Err(e) => {
+            let counts = match &e {
+                lama::PlacementError::Oversubscribed {
+                    placed, requested, ..
+                } => Some((*placed, *requested)),
+                _ => None,
+            };
+            return fail(a.format, e.kind(), &e.to_string(), counts);
+        }
+    };
+    match a.format {
+        Format::Json => println!("{}", to_json(&p, &nodes, &req)),
+        Format::Text => print!("{}", to_text(&p, &nodes, &req)),
+    }
+    ExitCode::SUCCESS
+}
+
+fn to_json(p: &Plan, nodes: &[&NodeTopology], req: &Request) -> Value {
+    let ranks: Vec<Value> = (0..p.len())
+        .map(|r| {
+            let coord: serde_json::Map<String, Value> = p
+                .coord_by_map(r)
+                .into_iter()
+                .map(|(l, v)| (l.token().to_string(), json!(v)))
+                .collect();
+            json!({"rank": r, "node": p.placements()[r].node, "cpus": p.cpus(r, nodes), "coord": coord})
+        })
+        .collect();
+    let tm = TaskMap::encode(&p.node_of_ranks());
+    json!({
+        "request": {
+            "map": req.map_string(),
+            "bind": format!("{}{}", req.bind.width, req.bind.level),
+            "mppr": req.mppr_string(),
+            "order": match req.order { lama::spec::Order::Natural => "n", lama::spec::Order::Sequential => "s" },
+            "np": p.len(),
+            "oversubscribe": req.oversubscribe,
+        },
+        "nesting": p.nesting.iter().map(|l| l.token()).collect::<String>(),
+        "nodes": nodes.iter().map(|n| n.name()).collect::<Vec<_>>(),
+        "ranks": ranks,
+        "taskmap": rfc34::to_value(&tm),
+    })
+}
+
+fn to_text(p: &Plan, nodes: &[&NodeTopology], req: &Request) -> String {
+    let mut s = format!(
+        "map {}  bind {}{}  mppr {}  order {}  ->  {} ranks on {} node(s); nesting {}\n",
+        req.map_string(),
+        req.bind.width,
+        req.bind.level,
+        if req.mppr.is_empty() {
+            "-".to_string()
+        } else {
+            req.mppr_string()
+        },
+        match req.order {
+            lama::spec::Order::Natural => "n",
+            lama::spec::Order::Sequential => "s",
+        },
+        p.len(),
+        nodes.len(),
+        p.nesting.iter().map(|l| l.token()).collect::<String>(),
+    );
+    let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (r, x) in p.placements().iter().enumerate() {
+        by_node[x.node as usize].push(r);
+    }
+    let width = p.len().saturating_sub(1).to_string().len();
+    for (n, ranks) in by_node.iter().enumerate() {
+        s.push_str(&format!(
+            "node {n} ({}): {} rank(s)\n",
+            nodes[n].name(),
+            ranks.len()
+        ));
+        for &r in ranks {
+            let cpus = idset::format_list(&p.cpus(r, nodes));
+            s.push_str(&format!(
+                "  rank {r:>width$}  {}  cpus {cpus}\n",
+                nodes[n].picture(p.placements()[r].span)
+            ));
+        }
+    }
+    s.push_str(&format!(
+        "TASK_MAP={}\n",
+        rfc34::encode_wrapped(&TaskMap::encode(&p.node_of_ranks()))
+    ));
+    s
+}

@@ -1,0 +1,411 @@
+//! The `lama` binary end to end. Expected placements are the contract's worked examples.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn lama(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lama"));
+    c.args(args)
+        .env_remove("TASK_MAP")
+        .env_remove("SLURM_JOB_NODELIST");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run lama")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+fn topo(name: &str) -> String {
+    format!("{}/../tests/topologies/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+const NODE: &str = "pack:2 core:4 pu:2";
+
+#[test]
+fn plan_json_matches_the_contract() {
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            NODE,
+            "--nodes",
+            "2",
+            "--map",
+            "sbnch",
+            "--bind",
+            "1c",
+            "--np",
+            "8",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    let got: Vec<(u64, u64, Vec<u64>)> = v["ranks"]
+        .as_array()
+        .expect("ranks")
+        .iter()
+        .map(|r| {
+            let cpus = r["cpus"]
+                .as_array()
+                .expect("cpus")
+                .iter()
+                .map(|c| c.as_u64().expect("cpu"))
+                .collect();
+            (
+                r["rank"].as_u64().expect("rank"),
+                r["node"].as_u64().expect("node"),
+                cpus,
+            )
+        })
+        .collect();
+    // 0@0:0-1 1@0:8-9 2@1:0-1 3@1:8-9 4@0:2-3 5@0:10-11 6@1:2-3 7@1:10-11
+    let want = vec![
+        (0, 0, vec![0, 1]),
+        (1, 0, vec![8, 9]),
+        (2, 1, vec![0, 1]),
+        (3, 1, vec![8, 9]),
+        (4, 0, vec![2, 3]),
+        (5, 0, vec![10, 11]),
+        (6, 1, vec![2, 3]),
+        (7, 1, vec![10, 11]),
+    ];
+    assert_eq!(got, want);
+    // Ranks 0,1 on node 0, 2,3 on node 1, twice: [[0,2,2,2]].
+    assert_eq!(
+        v["taskmap"],
+        serde_json::json!({"version": 1, "map": [[0, 2, 2, 2]]})
+    );
+}
+
+#[test]
+fn plan_errors_have_kinds_and_exit_codes() {
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            NODE,
+            "--nodes",
+            "2",
+            "--map",
+            "csbnh",
+            "--bind",
+            "1c",
+            "--np",
+            "33",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(3));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json error");
+    assert_eq!(v["error"]["kind"], "oversubscribed");
+    assert_eq!(v["error"]["placed"], 32);
+    assert_eq!(v["error"]["requested"], 33);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("oversubscribed after placing 32 of 33"));
+
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            NODE,
+            "--map",
+            "csscbnh",
+            "--bind",
+            "1c",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json error");
+    assert_eq!(v["error"]["kind"], "invalid-option");
+    assert!(v["error"]["message"]
+        .as_str()
+        .expect("msg")
+        .contains("duplicate mapping levels at position 2 and 3"));
+
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            NODE,
+            "--map",
+            "csbnh",
+            "--bind",
+            "9c",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(3));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json error");
+    assert_eq!(v["error"]["kind"], "no-resources");
+
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            NODE,
+            "--map",
+            "csbnh",
+            "--map-by",
+            "core",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            NODE,
+            "--no-such-flag",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json error for a clap error too");
+    assert_eq!(v["error"]["kind"], "invalid-option");
+}
+
+#[test]
+fn plan_keeps_node_order_and_checks_node_count() {
+    let small = "pack:1 core:2 pu:1";
+    let xml = topo("power8gpudistances.xml");
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            NODE,
+            "--topology",
+            &xml,
+            "--synthetic",
+            small,
+            "--map",
+            "nbsch",
+            "--bind",
+            "1c",
+            "--np",
+            "3",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let names: Vec<&str> = v["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| n.as_str().expect("name"))
+        .collect();
+    assert_eq!(names, vec![NODE, xml.as_str(), small]);
+    let nodes: Vec<u64> = v["ranks"]
+        .as_array()
+        .expect("ranks")
+        .iter()
+        .map(|r| r["node"].as_u64().expect("node"))
+        .collect();
+    assert_eq!(nodes, vec![0, 1, 2]);
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            NODE,
+            "--synthetic",
+            small,
+            "--nodes",
+            "3",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn plan_text_draws_the_node() {
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            NODE,
+            "--map",
+            "csbnh",
+            "--bind",
+            "2c",
+            "--np",
+            "1",
+        ],
+        &[],
+    );
+    let s = stdout(&o);
+    assert!(s.contains("[BB/BB/../..][../../../..]"), "{s}");
+    assert!(s.contains("cpus 0-3"), "{s}");
+    assert!(
+        s.contains("TASK_MAP={\"version\":1,\"map\":[[0,1,1,1]]}"),
+        "{s}"
+    );
+}
+
+#[test]
+fn plan_restrict_and_simple_level() {
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            NODE,
+            "--restrict",
+            "4-11",
+            "--map-by",
+            "ppr:1:core",
+            "--bind-to",
+            "core",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let cpus: Vec<Value> = v["ranks"]
+        .as_array()
+        .expect("ranks")
+        .iter()
+        .map(|r| r["cpus"].clone())
+        .collect();
+    // Four allowed cores (PUs 4-11), one rank each.
+    assert_eq!(
+        cpus,
+        vec![
+            serde_json::json!([4, 5]),
+            serde_json::json!([6, 7]),
+            serde_json::json!([8, 9]),
+            serde_json::json!([10, 11])
+        ]
+    );
+    let o = lama(&["plan", "--synthetic", NODE, "--restrict", "64-70"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn taskmap_converts_and_queries() {
+    let t = |args: &[&str]| stdout(&lama(args, &[]));
+    assert_eq!(
+        t(&["taskmap", "0,4,8,12;1,5,9,13;2,6,10,14;3,7,11,15"]),
+        "[[0,4,1,4]]"
+    );
+    assert_eq!(
+        t(&["taskmap", "--to=raw", "[[0,6,1,2],[4,2,1,2]]"]),
+        "0,6;1,7;2,8;3,9;4,10,12,14;5,11,13,15"
+    );
+    assert_eq!(
+        t(&[
+            "taskmap",
+            "--to=pmi",
+            "{\"version\":1,\"map\":[[0,6,2,1],[4,2,2,1]]}"
+        ]),
+        "(vector,(0,6,2),(4,2,2))"
+    );
+    assert_eq!(
+        t(&["taskmap", "(vector,(0,4,1),(0,4,1),(0,4,1),(0,4,1))"]),
+        "[[0,4,1,4]]"
+    );
+    assert_eq!(t(&["taskmap", "--taskids=1", "[[0,4,1,4]]"]), "1,5,9,13");
+    assert_eq!(t(&["taskmap", "--ntasks=4", "[[0,4,2,1],[4,2,4,1]]"]), "4");
+    assert_eq!(t(&["taskmap", "--nodeid=13", "[[0,6,1,2],[4,2,1,2]]"]), "5");
+    assert_eq!(
+        t(&["taskmap", "--to=multiline", "[[1,1,1,1],[0,1,1,1]]"]),
+        "0: 1\n1: 0"
+    );
+    assert_eq!(
+        t(&[
+            "taskmap",
+            "--hostname=2",
+            "--nodelist=n[1-3]",
+            "[[0,3,1,2]]"
+        ]),
+        "n3"
+    );
+    assert_eq!(
+        t(&["taskmap", "--to=hosts", "--nodelist=n[1-2]", "[[0,2,1,2]]"]),
+        "n1: 0,2\nn2: 1,3"
+    );
+    let o = lama(
+        &["taskmap", "--to=raw"],
+        &[("TASK_MAP", "{\"version\":1,\"map\":[[0,2,2,1]]}")],
+    );
+    assert_eq!(stdout(&o), "0-1;2-3");
+    for bad in [
+        vec!["taskmap", "[[0,1,1]]"],
+        vec!["taskmap"],
+        vec!["taskmap", "--nodeid=9", "[[0,1,1,1]]"],
+        vec!["taskmap", "--to=hosts", "[[0,2,1,1]]"],
+    ] {
+        let o = lama(&bad, &[]);
+        assert!(!o.status.success(), "{bad:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr).lines().count(),
+            1,
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn taskmap_from_slurm_environment_and_flags() {
+    let env = [
+        ("SLURM_STEP_TASKS_PER_NODE", "2(x3)"),
+        ("SLURM_STEP_NODELIST", "n[1-3]"),
+        ("SLURM_DISTRIBUTION", "cyclic:block"),
+    ];
+    assert_eq!(
+        stdout(&lama(&["taskmap", "--from-slurm"], &env)),
+        "[[0,3,1,2]]"
+    );
+    assert_eq!(
+        stdout(&lama(&["taskmap", "--from-slurm", "--to=hosts"], &env)),
+        "n1: 0,3\nn2: 1,4\nn3: 2,5"
+    );
+    let o = lama(
+        &[
+            "taskmap",
+            "--from-slurm",
+            "--tasks-per-node=2,1,1",
+            "--distribution=block",
+        ],
+        &[],
+    );
+    assert_eq!(stdout(&o), "[[0,1,2,1],[1,2,1,1]]");
+    let dir = std::env::temp_dir().join(format!("lama-hostfile-{}", std::process::id()));
+    std::fs::write(&dir, "n2\nn1\nn1\nn3\nn2\n").expect("write hostfile");
+    let hf = dir.to_string_lossy().to_string();
+    let o = lama(
+        &[
+            "taskmap",
+            "--from-slurm",
+            "--tasks-per-node=2(x2),1",
+            "--distribution=arbitrary",
+            "--nodelist=n[1-3]",
+            &format!("--hostfile={hf}"),
+            "--to=raw",
+        ],
+        &[],
+    );
+    assert_eq!(stdout(&o), "1-2;0,4;3");
+    let _ = std::fs::remove_file(&dir);
+    let o = lama(&["taskmap", "--from-slurm"], &[]);
+    assert!(!o.status.success());
+}
