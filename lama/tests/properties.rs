@@ -155,3 +155,22 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The bulk encoder and the run-by-run canonicaliser agree, on shapes rich in stretches.
+    #[test]
+    fn encode_matches_run_by_run(nnodes in 1..6u32, ppn in 1..4usize, reps in 1..4usize, tail in proptest::collection::vec(0..6u32, 0..12)) {
+        let mut nodes: Vec<u32> = Vec::new();
+        for _ in 0..reps {
+            for n in 0..nnodes {
+                nodes.extend(std::iter::repeat(n).take(ppn));
+            }
+        }
+        nodes.extend(tail);
+        let m = TaskMap::encode(&nodes);
+        let per_run: Vec<lama::taskmap::Block> = nodes.iter().map(|&n| lama::taskmap::Block { nodeid: n as u64, nnodes: 1, ppn: 1, repeat: 1 }).collect();
+        let slow = TaskMap::from_blocks(per_run).expect("blocks").canonical();
+        prop_assert_eq!(m.assignment().iter().map(|&x| x as u32).collect::<Vec<_>>(), nodes);
+        prop_assert_eq!(m, slow);
+    }
+}

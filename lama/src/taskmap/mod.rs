@@ -76,9 +76,34 @@ impl TaskMap {
 
     /// The canonical map of an assignment: `nodes[task]` is the node of each task.
     pub fn encode(nodes: &[u32]) -> TaskMap {
+        // Consecutive tasks on one node form a run; runs of equal length on consecutive nodes form a
+        // stretch, which the block builder takes in bulk (a cyclic map is a few stretches).
         let mut enc = Encoder::default();
-        for &n in nodes {
-            enc.push_run(n as u64, 1);
+        let n = nodes.len();
+        let mut i = 0;
+        while i < n {
+            let node = nodes[i];
+            let mut j = i + 1;
+            while j < n && nodes[j] == node {
+                j += 1;
+            }
+            let ppn = j - i;
+            let mut count = 1u32;
+            let mut end = j;
+            loop {
+                let next = node.wrapping_add(count);
+                let stop = end + ppn;
+                if stop > n
+                    || nodes[end..stop].iter().any(|&x| x != next)
+                    || (stop < n && nodes[stop] == next)
+                {
+                    break;
+                }
+                count += 1;
+                end = stop;
+            }
+            enc.append_stretch(node as u64, count as u64, ppn as u64);
+            i = end;
         }
         enc.finish()
     }
@@ -255,6 +280,7 @@ impl Encoder {
         }
     }
 
+    #[inline]
     fn append(&mut self, node: u64, ppn: u64) {
         match self.blocks.last_mut() {
             Some(last)
@@ -270,7 +296,7 @@ impl Encoder {
             }),
         }
         let k = self.blocks.len();
-        if k >= 2 {
+        if k >= 2 && self.blocks[k - 1].nnodes == self.blocks[k - 2].nnodes {
             let (prev, cur) = (self.blocks[k - 2], self.blocks[k - 1]);
             if cur.repeat == 1
                 && prev.nodeid == cur.nodeid
@@ -280,6 +306,36 @@ impl Encoder {
                 self.blocks[k - 2].repeat += 1;
                 self.blocks.pop();
             }
+        }
+    }
+
+    /// The same as appending runs of `ppn` tasks on `count` consecutive nodes one by one.
+    fn append_stretch(&mut self, mut node: u64, mut count: u64, ppn: u64) {
+        while count > 0 {
+            self.append(node, ppn);
+            node += 1;
+            count -= 1;
+            let k = self.blocks.len();
+            let last = self.blocks[k - 1];
+            if count == 0
+                || last.repeat != 1
+                || last.ppn != ppn
+                || last.nodeid + last.nnodes != node
+            {
+                continue;
+            }
+            // Extend in bulk, stopping one short of where the block would equal the one before it
+            // (the next single append then turns it into a repeat, as run-by-run appends would).
+            let mut room = count;
+            if k >= 2 {
+                let prev = self.blocks[k - 2];
+                if prev.nodeid == last.nodeid && prev.ppn == ppn && prev.nnodes > last.nnodes {
+                    room = room.min(prev.nnodes - last.nnodes - 1);
+                }
+            }
+            self.blocks[k - 1].nnodes += room;
+            node += room;
+            count -= room;
         }
     }
 
