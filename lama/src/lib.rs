@@ -5,6 +5,8 @@
 //! and returns a [`mapper::Plan`]. hwloc is read only in [`topology`]; nothing here binds,
 //! logs or touches the environment.
 
+#![warn(missing_docs)]
+
 pub mod idset;
 pub mod level;
 pub mod topology;

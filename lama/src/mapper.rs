@@ -507,7 +507,7 @@ fn sweep(cx: &mut SweepCtx<'_>) {
             let e = idx[p.enclosing] as usize;
             let b = idx[cx.jb];
             let i = b - p.win_first[e];
-            if i % width == 0 && i + width <= p.win_count[e] {
+            if i.is_multiple_of(width) && i + width <= p.win_count[e] {
                 let objs = &p.objs[cx.jb];
                 let span = Span {
                     start: objs[b as usize].start,

@@ -116,7 +116,7 @@ pub fn expand_counts(s: &str) -> Result<Vec<u32>, LayoutError> {
         if rep == 0 || rep > 1 << 24 {
             return Err(bad(format!("counts '{s}': '{part}' has a bad repeat")));
         }
-        out.extend(std::iter::repeat(n).take(rep));
+        out.extend(std::iter::repeat_n(n, rep));
     }
     Ok(out)
 }
@@ -197,7 +197,7 @@ pub fn read_hostfile(text: &str) -> Result<Vec<String>, LayoutError> {
             for h in
                 expand_hostlist(expr).map_err(|e| bad(format!("host file line {}: {e}", i + 1)))?
             {
-                out.extend(std::iter::repeat(h).take(times));
+                out.extend(std::iter::repeat_n(h, times));
             }
         }
     }
@@ -222,7 +222,7 @@ pub fn layout(
     match dist {
         Distribution::Block => {
             for (i, &c) in counts.iter().enumerate() {
-                out.extend(std::iter::repeat(i as u32).take(c as usize));
+                out.extend(std::iter::repeat_n(i as u32, c as usize));
             }
         }
         Distribution::Cyclic | Distribution::Plane(_) => {
@@ -234,7 +234,7 @@ pub fn layout(
             while out.len() < total {
                 for (i, l) in left.iter_mut().enumerate() {
                     let k = (*l).min(p);
-                    out.extend(std::iter::repeat(i as u32).take(k as usize));
+                    out.extend(std::iter::repeat_n(i as u32, k as usize));
                     *l -= k;
                 }
             }

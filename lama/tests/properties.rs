@@ -163,7 +163,7 @@ proptest! {
         let mut nodes: Vec<u32> = Vec::new();
         for _ in 0..reps {
             for n in 0..nnodes {
-                nodes.extend(std::iter::repeat(n).take(ppn));
+                nodes.extend(std::iter::repeat_n(n, ppn));
             }
         }
         nodes.extend(tail);

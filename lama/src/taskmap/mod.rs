@@ -214,7 +214,7 @@ impl TaskMap {
         for b in &self.blocks {
             for _ in 0..b.repeat {
                 for n in b.nodeid..b.nodeid + b.nnodes {
-                    out.extend(std::iter::repeat(n).take(b.ppn as usize));
+                    out.extend(std::iter::repeat_n(n, b.ppn as usize));
                 }
             }
         }
