@@ -195,27 +195,31 @@ pub struct Request {
     pub default_np: DefaultNp,
 }
 
+/// The level token at the start of a non-empty `s`: `L` with its digit, or one character.
+/// `None` when an `L` has no digit after it.
+fn leading_token(s: &str) -> Option<String> {
+    let mut chars = s.chars();
+    let first = chars.next()?;
+    if first != 'L' {
+        return Some(first.to_string());
+    }
+    match chars.next() {
+        Some(d) if d.is_ascii_digit() => Some(format!("L{d}")),
+        _ => None,
+    }
+}
+
 /// Splits a map string into tokens with their 1-based positions; the first unknown or
 /// incomplete token is an error.
 fn map_tokens(input: Input, value: &str) -> Result<Vec<Level>, SpecError> {
-    let chars: Vec<char> = value.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
-    while i < chars.len() {
+    while i < value.len() {
         let pos = out.len() + 1;
-        let tok: String = if chars[i] == 'L' {
-            match chars.get(i + 1) {
-                Some(d) if d.is_ascii_digit() => format!("L{d}"),
-                _ => {
-                    return Err(
-                        SpecError::new(input, value, "cache level missing number").at(pos, "L")
-                    )
-                }
-            }
-        } else {
-            chars[i].to_string()
+        let Some(tok) = leading_token(&value[i..]) else {
+            return Err(SpecError::new(input, value, "cache level missing number").at(pos, "L"));
         };
-        i += tok.chars().count();
+        i += tok.len();
         match Level::from_token(&tok) {
             Some(l) => out.push(l),
             None => {
@@ -293,15 +297,8 @@ pub fn parse_bind(value: &str) -> Result<Binding, SpecError> {
     if rest.is_empty() {
         return Err(e("binding specification is empty").at(2, ""));
     }
-    let mut chars = rest.chars();
-    let first = chars.next().unwrap_or(' ');
-    let tok: String = if first == 'L' {
-        match chars.next() {
-            Some(d) if d.is_ascii_digit() => format!("L{d}"),
-            _ => return Err(e("cache level missing number").at(2, "L")),
-        }
-    } else {
-        first.to_string()
+    let Some(tok) = leading_token(rest) else {
+        return Err(e("cache level missing number").at(2, "L"));
     };
     let after = &rest[tok.len()..];
     if let Some(c) = after.chars().next() {
@@ -350,15 +347,8 @@ pub fn parse_mppr(value: &str) -> Result<Vec<Limit>, SpecError> {
         if rest.is_empty() {
             return Err(e("resource type not specified".into()));
         }
-        let mut chars = rest.chars();
-        let first = chars.next().unwrap_or(' ');
-        let tok: String = if first == 'L' {
-            match chars.next() {
-                Some(d) if d.is_ascii_digit() => format!("L{d}"),
-                _ => return Err(e("cache level missing number".into())),
-            }
-        } else {
-            first.to_string()
+        let Some(tok) = leading_token(rest) else {
+            return Err(e("cache level missing number".into()));
         };
         let Some(level) = Level::from_token(&tok) else {
             return Err(e(format!("unknown resource type at position {pos}")));
