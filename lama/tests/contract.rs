@@ -185,3 +185,19 @@ fn mppr_counts_a_process_once_per_object() {
         want
     );
 }
+
+#[test]
+fn nodes_that_nest_levels_differently_are_named() {
+    // NUMA inside the package on node 0; packages inside NUMA nodes on node 1.
+    let a = NodeTopology::from_synthetic("pack:2 numa:2 core:2 pu:1").expect("synthetic");
+    let b = NodeTopology::from_synthetic("numa:2 pack:2 core:2 pu:1").expect("synthetic");
+    let err = render(&[&a, &b], &expert("sNbnch", "1c", None, "n", 1)).unwrap_err();
+    assert_eq!(err.kind(), "no-resources");
+    let m = err.to_string();
+    assert!(m.contains("nodes 0") && m.contains("and 1"), "{m}");
+    assert!(m.contains("NUMA node") && m.contains("socket"), "{m}");
+    // Each node alone is fine, and so is a map that leaves one of the two levels out.
+    assert!(render(&[&a], &expert("sNbnch", "1c", None, "n", 1)).is_ok());
+    assert!(render(&[&b], &expert("sNbnch", "1c", None, "n", 1)).is_ok());
+    assert!(render(&[&a, &b], &expert("sbnch", "1c", None, "n", 1)).is_ok());
+}
