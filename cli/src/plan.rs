@@ -233,9 +233,9 @@ fn to_json(p: &Plan, nodes: &[&NodeTopology], req: &Request) -> Value {
     json!({
         "request": {
             "map": req.map_string(),
-            "bind": format!("{}{}", req.bind.width, req.bind.level),
+            "bind": req.bind.to_string(),
             "mppr": req.mppr_string(),
-            "order": match req.order { lama::spec::Order::Natural => "n", lama::spec::Order::Sequential => "s" },
+            "order": req.order.token(),
             "np": p.len(),
             "oversubscribe": req.oversubscribe,
         },
@@ -248,19 +248,15 @@ fn to_json(p: &Plan, nodes: &[&NodeTopology], req: &Request) -> Value {
 
 fn to_text(p: &Plan, nodes: &[&NodeTopology], req: &Request) -> String {
     let mut s = format!(
-        "map {}  bind {}{}  mppr {}  order {}  ->  {} ranks on {} node(s); nesting {}\n",
+        "map {}  bind {}  mppr {}  order {}  ->  {} ranks on {} node(s); nesting {}\n",
         req.map_string(),
-        req.bind.width,
-        req.bind.level,
+        req.bind,
         if req.mppr.is_empty() {
             "-".to_string()
         } else {
             req.mppr_string()
         },
-        match req.order {
-            lama::spec::Order::Natural => "n",
-            lama::spec::Order::Sequential => "s",
-        },
+        req.order.token(),
         p.len(),
         nodes.len(),
         p.nesting.iter().map(|l| l.token()).collect::<String>(),

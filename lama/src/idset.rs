@@ -70,26 +70,35 @@ pub fn parse_list(text: &str) -> Result<Vec<u32>, IdsetError> {
     Ok(v)
 }
 
+/// Appends the inclusive range `lo..=hi` to ascending ranges, joining it to the last one when adjacent.
+pub fn push_range(v: &mut Vec<(u64, u64)>, lo: u64, hi: u64) {
+    match v.last_mut() {
+        Some(last) if last.1 + 1 == lo => last.1 = hi,
+        _ => v.push((lo, hi)),
+    }
+}
+
+/// Formats inclusive ranges as `0-3,8`.
+pub fn format_ranges(r: &[(u64, u64)]) -> String {
+    r.iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Formats ascending ids as compact ranges: `[0,1,2,5]` becomes `0-2,5`.
 pub fn format_list(ids: &[u32]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let mut j = i;
-        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
-            j += 1;
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if j > i {
-            out.push_str(&format!("{}-{}", ids[i], ids[j]));
-        } else {
-            out.push_str(&ids[i].to_string());
-        }
-        i = j + 1;
+    let mut ranges = Vec::new();
+    for &id in ids {
+        push_range(&mut ranges, id as u64, id as u64);
     }
-    out
+    format_ranges(&ranges)
 }
 
 #[cfg(test)]

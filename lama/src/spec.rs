@@ -143,6 +143,13 @@ pub struct Binding {
     pub level: Level,
 }
 
+impl fmt::Display for Binding {
+    /// `<width><level>`, as written in `--bind`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.width, self.level)
+    }
+}
+
 /// One MPPR entry: at most `count` processes per object of `level`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Limit {
@@ -165,6 +172,16 @@ pub enum Order {
     Natural,
     /// Ranks follow hardware order, node by node.
     Sequential,
+}
+
+impl Order {
+    /// The `--order` token: `n` or `s`.
+    pub fn token(self) -> &'static str {
+        match self {
+            Order::Natural => "n",
+            Order::Sequential => "s",
+        }
+    }
 }
 
 /// How many processes to place when the user does not say.

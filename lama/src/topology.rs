@@ -263,9 +263,6 @@ impl NodeTopology {
             .collect();
         let mut levels: [Vec<Span>; 9] = Default::default();
         for (i, spans) in self.levels.iter().enumerate() {
-            if i == Level::Board.index() && spans.len() == 1 && spans[0].len() == self.pus.len() {
-                continue; // the machine as one board: rebuilt by from_parts
-            }
             levels[i] = spans
                 .iter()
                 .map(|s| Span {

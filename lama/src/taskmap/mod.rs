@@ -12,6 +12,9 @@ use std::fmt;
 
 use thiserror::Error;
 
+pub use crate::idset::format_ranges;
+use crate::idset::push_range;
+
 /// A task map that cannot be read or does not fit.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("{0}")]
@@ -220,27 +223,6 @@ impl TaskMap {
         }
         out
     }
-}
-
-fn push_range(v: &mut Vec<(u64, u64)>, lo: u64, hi: u64) {
-    match v.last_mut() {
-        Some(last) if last.1 + 1 == lo => last.1 = hi,
-        _ => v.push((lo, hi)),
-    }
-}
-
-/// Formats idset ranges as `0-3,8`.
-pub fn format_ranges(r: &[(u64, u64)]) -> String {
-    r.iter()
-        .map(|&(a, b)| {
-            if a == b {
-                a.to_string()
-            } else {
-                format!("{a}-{b}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 impl fmt::Display for TaskMap {

@@ -48,18 +48,12 @@ pub fn decode(text: &str) -> Result<TaskMap, TaskMapError> {
             }
         }
     }
-    let missing: Vec<(u64, u64)> = {
-        let mut m: Vec<(u64, u64)> = Vec::new();
-        for (id, &o) in owner.iter().enumerate() {
-            if o == NONE {
-                match m.last_mut() {
-                    Some(r) if r.1 + 1 == id as u64 => r.1 = id as u64,
-                    _ => m.push((id as u64, id as u64)),
-                }
-            }
+    let mut missing = Vec::new();
+    for (id, &o) in owner.iter().enumerate() {
+        if o == NONE {
+            idset::push_range(&mut missing, id as u64, id as u64);
         }
-        m
-    };
+    }
     if !missing.is_empty() {
         return Err(bad(format!(
             "task ids {} are missing",
