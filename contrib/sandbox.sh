@@ -10,7 +10,9 @@
 #   LAMA_SANDBOX_PLUGSTACK (a plugstack.conf to enable, default none),
 #   LAMA_SANDBOX_NODE (the NodeName hardware line, default this machine's sockets/cores/threads),
 #   LAMA_SANDBOX_SLURMD_ENV (extra VAR=value words for the slurmd environment, e.g. HWLOC_XMLFILE=...),
-#   LAMA_SANDBOX_PORT (port base, default 16800: slurmctld on base+17, slurmd on base+101..103).
+#   LAMA_SANDBOX_PORT (port base, default 16800: slurmctld on base+17, slurmd on base+101..103),
+#   LAMA_SANDBOX_CGROUP=1 (confine steps with cgroups: proctrack/cgroup, task/cgroup,task/affinity,
+#   ConstrainCores=yes; the node line must then match this machine).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir=${LAMA_SANDBOX:-/tmp/lama-sandbox}
@@ -55,6 +57,11 @@ write_conf() {
   local plug=${LAMA_SANDBOX_PLUGSTACK:-$dir/plugstack.conf}
   [ -f "$plug" ] || : > "$plug"
   local hw; hw=$(hardware)
+  local proctrack=proctrack/linuxproc task=task/none
+  if [ "${LAMA_SANDBOX_CGROUP:-0}" = 1 ]; then
+    proctrack=proctrack/cgroup task=task/cgroup,task/affinity
+    printf 'CgroupPlugin=cgroup/v1\nConstrainCores=yes\n' > "$dir/cgroup.conf"
+  fi
   cat > "$conf" <<CONF
 ClusterName=lama
 SlurmctldHost=localhost
@@ -70,8 +77,8 @@ SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd-%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+ProctrackType=$proctrack
+TaskPlugin=$task
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=none

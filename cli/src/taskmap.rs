@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use lama::slurm_layout::{expand_counts, expand_hostlist, step_taskmap, Distribution};
+use lama::slurm_layout::{expand_hostlist, StepEnv};
 use lama::taskmap::{format_ranges, parse_any, pmi, raw, TaskMap};
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -76,52 +76,24 @@ fn hosts(a: &TaskmapArgs) -> Result<Vec<String>, String> {
 }
 
 fn from_slurm(a: &TaskmapArgs) -> Result<TaskMap, String> {
-    let tpn = a
-        .tasks_per_node
-        .clone()
-        .or_else(|| env("SLURM_STEP_TASKS_PER_NODE"))
-        .ok_or("--from-slurm needs --tasks-per-node or SLURM_STEP_TASKS_PER_NODE (run inside a job step)")?;
-    let counts = expand_counts(&tpn).map_err(|e| e.to_string())?;
-    let dist = a
-        .distribution
-        .clone()
-        .or_else(|| env("SLURM_DISTRIBUTION"))
-        .unwrap_or_else(|| "block".into());
-    let plane = match a.plane_size {
-        Some(p) => Some(p),
-        None => match env("SLURM_DIST_PLANESIZE") {
-            Some(v) => Some(
-                v.parse::<u32>()
-                    .map_err(|_| format!("SLURM_DIST_PLANESIZE '{v}' is not a number"))?,
-            ),
-            None => None,
-        },
-    };
-    let is_arbitrary = dist.split(':').next() == Some("arbitrary");
-    let hostfile_text = if is_arbitrary {
-        let path = a
-            .hostfile
-            .clone()
-            .or_else(|| env("SLURM_HOSTFILE"))
-            .ok_or("arbitrary distribution needs --hostfile or SLURM_HOSTFILE")?;
-        Some(
-            std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read host file {path}: {e}"))?,
-        )
-    } else {
-        None
-    };
-    let d =
-        Distribution::parse(&dist, plane, hostfile_text.as_deref()).map_err(|e| e.to_string())?;
-    let hosts = if is_arbitrary { hosts(a)? } else { Vec::new() };
-    if is_arbitrary && hosts.len() != counts.len() {
-        return Err(format!(
-            "the node list has {} hosts, the tasks per node list {} nodes",
-            hosts.len(),
-            counts.len()
-        ));
+    let mut step = StepEnv::from_lookup(env);
+    if a.tasks_per_node.is_some() {
+        step.tasks_per_node = a.tasks_per_node.clone();
     }
-    step_taskmap(&counts, &d, &hosts).map_err(|e| e.to_string())
+    if a.nodelist.is_some() {
+        step.nodelist = a.nodelist.clone();
+    }
+    if a.distribution.is_some() {
+        step.distribution = a.distribution.clone();
+    }
+    if let Some(p) = a.plane_size {
+        step.plane_size = Some(p.to_string());
+    }
+    if a.hostfile.is_some() {
+        step.hostfile = a.hostfile.clone();
+    }
+    step.taskmap(|p| std::fs::read_to_string(p))
+        .map_err(|e| e.to_string())
 }
 
 fn go(a: &TaskmapArgs) -> Result<String, String> {

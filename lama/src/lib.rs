@@ -19,4 +19,5 @@ pub mod spec;
 pub use mapper::{plan, Placement, PlacementError, Plan};
 pub use spec::{Request, SpecError};
 pub mod slurm_layout;
+pub mod slurm_step;
 pub mod taskmap;

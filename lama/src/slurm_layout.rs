@@ -278,3 +278,82 @@ pub fn step_taskmap(
 ) -> Result<TaskMap, LayoutError> {
     Ok(TaskMap::encode(&layout(counts, dist, hosts)?))
 }
+
+/// The values a step's layout is read from, as Slurm names them in the task environment
+/// (`SLURM_STEP_TASKS_PER_NODE`, `SLURM_STEP_NODELIST`, `SLURM_DISTRIBUTION`,
+/// `SLURM_DIST_PLANESIZE`, `SLURM_HOSTFILE`). Empty means not given.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StepEnv {
+    /// Tasks per node, e.g. `2(x3),1`.
+    pub tasks_per_node: Option<String>,
+    /// The step's hosts in node order, e.g. `n[1-3]` (needed only for arbitrary).
+    pub nodelist: Option<String>,
+    /// `block`, `cyclic`, `plane[=N]`, `arbitrary`, with optional `:...` sub-levels (default block).
+    pub distribution: Option<String>,
+    /// Plane size for `plane`.
+    pub plane_size: Option<String>,
+    /// Path of the host file for `arbitrary`.
+    pub hostfile: Option<String>,
+}
+
+impl StepEnv {
+    /// Reads the values through `get` (for example `std::env::var`), treating empty as unset.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> StepEnv {
+        let g = |n: &str| get(n).filter(|v| !v.is_empty());
+        StepEnv {
+            tasks_per_node: g("SLURM_STEP_TASKS_PER_NODE"),
+            nodelist: g("SLURM_STEP_NODELIST").or_else(|| g("SLURM_JOB_NODELIST")),
+            distribution: g("SLURM_DISTRIBUTION"),
+            plane_size: g("SLURM_DIST_PLANESIZE"),
+            hostfile: g("SLURM_HOSTFILE"),
+        }
+    }
+
+    /// The step's task map; `read` returns a file's contents (the host file of `arbitrary`).
+    pub fn taskmap(
+        &self,
+        read: impl Fn(&str) -> std::io::Result<String>,
+    ) -> Result<TaskMap, LayoutError> {
+        let tpn = self.tasks_per_node.as_deref().ok_or_else(|| {
+            bad("no tasks per node (SLURM_STEP_TASKS_PER_NODE is not set: run inside a job step)")
+        })?;
+        let counts = expand_counts(tpn)?;
+        let dist = self.distribution.as_deref().unwrap_or("block");
+        let plane = match &self.plane_size {
+            Some(v) => Some(
+                v.trim()
+                    .parse::<u32>()
+                    .map_err(|_| bad(format!("plane size '{v}' is not a number")))?,
+            ),
+            None => None,
+        };
+        let arbitrary = dist.split(':').next().map(str::trim) == Some("arbitrary");
+        let text = if arbitrary {
+            let path = self.hostfile.as_deref().ok_or_else(|| {
+                bad("arbitrary distribution needs a host file (SLURM_HOSTFILE is not set)")
+            })?;
+            Some(read(path).map_err(|e| bad(format!("cannot read host file {path}: {e}")))?)
+        } else {
+            None
+        };
+        let d = Distribution::parse(dist, plane, text.as_deref())?;
+        let hosts = if arbitrary {
+            let list = self
+                .nodelist
+                .as_deref()
+                .ok_or_else(|| bad("arbitrary distribution needs the step's node list"))?;
+            let hosts = expand_hostlist(list)?;
+            if hosts.len() != counts.len() {
+                return Err(bad(format!(
+                    "the node list has {} hosts, the tasks per node list {} nodes",
+                    hosts.len(),
+                    counts.len()
+                )));
+            }
+            hosts
+        } else {
+            Vec::new()
+        };
+        step_taskmap(&counts, &d, &hosts)
+    }
+}

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use hwlocality::object::types::ObjectType;
 use hwlocality::object::TopologyObject;
-use hwlocality::topology::builder::TypeFilter;
+use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 use hwlocality::Topology;
 use thiserror::Error;
 
@@ -145,9 +145,41 @@ impl NodeTopology {
         NodeTopology::from_hwloc(&topo, "this machine")
     }
 
+    /// Loads the whole machine, including CPUs this process may not use (Slurm numbers cores
+    /// over the whole node), and returns it with the CPUs this process may use (OS indexes,
+    /// ascending).
+    pub fn this_machine_whole() -> Result<(NodeTopology, Vec<u32>), TopologyError> {
+        let topo = load_err("this machine", || {
+            Topology::builder()
+                .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+                .map_err(|e| e.to_string())?
+                .build()
+                .map_err(|e| e.to_string())
+        })?;
+        let node = NodeTopology::convert(&topo, "this machine", false)?;
+        let allowed = topo
+            .allowed_cpuset()
+            .iter_set()
+            .map(|i| usize::from(i) as u32)
+            .collect();
+        Ok((node, allowed))
+    }
+
     /// Converts a loaded hwloc topology, keeping only PUs that are both present and allowed.
     pub fn from_hwloc(topo: &Topology, name: &str) -> Result<NodeTopology, TopologyError> {
-        let allowed = topo.allowed_cpuset();
+        NodeTopology::convert(topo, name, true)
+    }
+
+    fn convert(
+        topo: &Topology,
+        name: &str,
+        allowed_only: bool,
+    ) -> Result<NodeTopology, TopologyError> {
+        let allowed = if allowed_only {
+            topo.allowed_cpuset()
+        } else {
+            topo.cpuset()
+        };
         let mut pus = Vec::new();
         let mut compact: Vec<u32> = Vec::new();
         for pu in topo.objects_with_type(ObjectType::PU) {
@@ -329,6 +361,31 @@ impl NodeTopology {
     /// A picture of the node with `bound` (PU positions in `start..end`) marked `B`:
     /// one bracket per socket, cores separated by `/`, one character per hardware thread.
     pub fn picture(&self, bound: Span) -> String {
+        self.draw(|q| {
+            if bound.start <= q && q < bound.end {
+                'B'
+            } else {
+                '.'
+            }
+        })
+    }
+
+    /// A picture like [`NodeTopology::picture`] from CPU lists (OS indexes): `B` for `bound`,
+    /// `.` for the rest of `allowed`, `-` for CPUs outside `allowed` (another step's, say).
+    pub fn picture_cpus(&self, bound: &[u32], allowed: &[u32]) -> String {
+        self.draw(|q| {
+            let os = self.pus[q as usize];
+            if bound.binary_search(&os).is_ok() {
+                'B'
+            } else if allowed.binary_search(&os).is_ok() {
+                '.'
+            } else {
+                '-'
+            }
+        })
+    }
+
+    fn draw(&self, mark: impl Fn(u32) -> char) -> String {
         let whole = [Span {
             start: 0,
             end: self.pus.len() as u32,
@@ -362,11 +419,7 @@ impl NodeTopology {
                 }
                 first = false;
                 for q in p..core_end {
-                    out.push(if bound.start <= q && q < bound.end {
-                        'B'
-                    } else {
-                        '.'
-                    });
+                    out.push(mark(q));
                 }
                 p = core_end;
             }

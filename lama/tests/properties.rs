@@ -174,3 +174,39 @@ proptest! {
         prop_assert_eq!(m, slow);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// One node under Slurm: every rank Slurm put there is placed exactly once, in ascending
+    /// order, and bound only to CPUs of the step.
+    #[test]
+    fn node_placement_stays_on_step_cpus(
+        desc in synthetic(),
+        req in request(),
+        step_mask in any::<u64>(),
+        ranks in proptest::collection::btree_set(0..10_000u32, 1..12),
+    ) {
+        let t = topology(&desc);
+        let step: Vec<u32> = t.cpus().into_iter().enumerate()
+            .filter(|(i, _)| step_mask >> (i % 64) & 1 == 1 || *i == 0)
+            .map(|(_, c)| c).collect();
+        let mut shuffled: Vec<u32> = ranks.iter().copied().collect();
+        shuffled.reverse();
+        let mut r = req.clone();
+        r.oversubscribe = true;
+        match lama::slurm_step::place_node(&t, &step, &r, &shuffled) {
+            Ok(tasks) => {
+                let got: Vec<u32> = tasks.iter().map(|b| b.rank).collect();
+                prop_assert_eq!(got, ranks.iter().copied().collect::<Vec<_>>());
+                for b in &tasks {
+                    prop_assert!(!b.cpus.is_empty());
+                    prop_assert!(b.cpus.iter().all(|c| step.contains(c)), "{:?} outside {:?}", b.cpus, step);
+                }
+            }
+            // A binding level the restricted node lacks entirely is the only acceptable failure.
+            Err(lama::slurm_step::StepError::Placement(PlacementError::NoResources { .. })) => {}
+            Err(e) => prop_assert!(false, "unexpected error {e}"),
+        }
+    }
+}

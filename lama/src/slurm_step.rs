@@ -1,0 +1,491 @@
+//! What the SPANK plugin decides for a step, as pure functions: the admin's `plugstack.conf`
+//! settings, the user's `--lama-*` options merged over them, the CPUs Slurm gave the step on a
+//! node, and that node's tasks placed in global rank order. Slurm itself is not touched here.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::idset::{format_list, parse_list};
+use crate::level::Level;
+use crate::mapper::{plan, PlacementError};
+use crate::spec::{Expert, Input, Request, Simple, SpecError};
+use crate::taskmap::TaskMap;
+use crate::topology::NodeTopology;
+
+/// One user option of the plugin, spelled `--lama-<name>` on the command line.
+#[derive(Clone, Copy, Debug)]
+pub struct OptionInfo {
+    /// The name after `--lama-`.
+    pub name: &'static str,
+    /// What the value looks like, or `None` for a flag.
+    pub arg: Option<&'static str>,
+    /// The `--help` line.
+    pub usage: &'static str,
+}
+
+/// Every user option, in `--help` order.
+pub const OPTIONS: [OptionInfo; 10] = [
+    OptionInfo {
+        name: "map",
+        arg: Some("STR"),
+        usage: "LAMA map: levels to sweep, fastest first, e.g. csbnh (tokens n b N s L3 L2 L1 c h)",
+    },
+    OptionInfo {
+        name: "bind",
+        arg: Some("WL"),
+        usage: "bind each task to W objects of level L, e.g. 1c, 2L2, 1s",
+    },
+    OptionInfo {
+        name: "mppr",
+        arg: Some("LIST"),
+        usage: "at most K tasks per object, e.g. 1:c,2:s",
+    },
+    OptionInfo {
+        name: "order",
+        arg: Some("n|s"),
+        usage: "rank order: n (natural, by the map) or s (sequential)",
+    },
+    OptionInfo {
+        name: "map-by",
+        arg: Some("X"),
+        usage: "simple level: node, numa, socket, l3cache, l2cache, l1cache, core, slot, hwthread, ppr:K:level[:pe=K]",
+    },
+    OptionInfo {
+        name: "bind-to",
+        arg: Some("Y"),
+        usage: "simple level: hwthread, core, l1cache, l2cache, l3cache, socket, numa, none",
+    },
+    OptionInfo {
+        name: "rank-by",
+        arg: Some("Z"),
+        usage: "simple level: slot (sequential) or a level name (natural)",
+    },
+    OptionInfo {
+        name: "oversubscribe",
+        arg: None,
+        usage: "keep placing past MPPR limits instead of failing the step",
+    },
+    OptionInfo {
+        name: "verbose",
+        arg: None,
+        usage: "print each task's binding and node picture on stderr",
+    },
+    OptionInfo {
+        name: "off",
+        arg: None,
+        usage: "no placement, binding or TASK_MAP from lama for this step",
+    },
+];
+
+/// Placement option values, from the user (`--lama-*`) or the admin (`plugstack.conf`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// `map`
+    pub map: Option<String>,
+    /// `bind`
+    pub bind: Option<String>,
+    /// `mppr`
+    pub mppr: Option<String>,
+    /// `order`
+    pub order: Option<String>,
+    /// `map-by`
+    pub map_by: Option<String>,
+    /// `bind-to`
+    pub bind_to: Option<String>,
+    /// `rank-by`
+    pub rank_by: Option<String>,
+    /// `oversubscribe`
+    pub oversubscribe: bool,
+    /// `verbose`
+    pub verbose: bool,
+    /// `off`
+    pub off: bool,
+}
+
+impl Options {
+    /// Records one option by its name (as in [`OPTIONS`]); flags ignore `value`.
+    /// Returns false for a name that is not an option.
+    pub fn set(&mut self, name: &str, value: Option<&str>) -> bool {
+        let v = value.map(str::to_string);
+        match name {
+            "map" => self.map = v,
+            "bind" => self.bind = v,
+            "mppr" => self.mppr = v,
+            "order" => self.order = v,
+            "map-by" => self.map_by = v,
+            "bind-to" => self.bind_to = v,
+            "rank-by" => self.rank_by = v,
+            "oversubscribe" => self.oversubscribe = true,
+            "verbose" => self.verbose = true,
+            "off" => self.off = true,
+            _ => return false,
+        }
+        true
+    }
+
+    fn expert_names(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (set, n) in [
+            (&self.map, "map"),
+            (&self.bind, "bind"),
+            (&self.mppr, "mppr"),
+            (&self.order, "order"),
+        ] {
+            if set.is_some() {
+                v.push(n);
+            }
+        }
+        v
+    }
+
+    fn simple_names(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (set, n) in [
+            (&self.map_by, "map-by"),
+            (&self.bind_to, "bind-to"),
+            (&self.rank_by, "rank-by"),
+        ] {
+            if set.is_some() {
+                v.push(n);
+            }
+        }
+        v
+    }
+
+    /// Whether any option other than `off` was given.
+    pub fn any(&self) -> bool {
+        self.oversubscribe
+            || self.verbose
+            || !self.expert_names().is_empty()
+            || !self.simple_names().is_empty()
+    }
+}
+
+/// When placement applies (`apply=` in `plugstack.conf`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Apply {
+    /// Only steps given a `--lama-*` option (the default).
+    Requested,
+    /// Every step, with the configured defaults.
+    Always,
+}
+
+/// The admin's `plugstack.conf` arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Default option values (`map=`, `bind=`, ..., `oversubscribe=yes`).
+    pub defaults: Options,
+    /// `apply=requested|always`
+    pub apply: Apply,
+    /// `taskmap=yes|no`: export `TASK_MAP` into every step's tasks.
+    pub taskmap: bool,
+    /// `verbose=yes|no`: every step reports its bindings as with `--lama-verbose`.
+    pub verbose: bool,
+    /// `topology=FILE`: place on this hwloc XML instead of the machine; bindings are then
+    /// computed and exported but not applied.
+    pub topology: Option<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            defaults: Options::default(),
+            apply: Apply::Requested,
+            taskmap: true,
+            verbose: false,
+            topology: None,
+        }
+    }
+}
+
+/// Why a step cannot be placed, in words for the user.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum StepError {
+    /// A bad `--lama-*` value or combination.
+    #[error("{0}")]
+    Option(String),
+    /// A bad `plugstack.conf` argument.
+    #[error("plugstack.conf: {0}")]
+    Setting(String),
+    /// The CPUs Slurm gave the step do not fit the topology.
+    #[error("{0}")]
+    Cpus(String),
+    /// The layout read from the step's environment disagrees with Slurm's items.
+    #[error("{0}")]
+    Layout(String),
+    /// Placement failed (oversubscribed, no resources).
+    #[error("{0}")]
+    Placement(#[from] PlacementError),
+}
+
+const SETTING_KEYS: &str = "map, bind, mppr, order, map-by, bind-to, rank-by, oversubscribe, apply, taskmap, verbose, topology";
+
+fn yes_no(key: &str, value: &str) -> Result<bool, StepError> {
+    match value {
+        "yes" | "true" | "1" => Ok(true),
+        "no" | "false" | "0" => Ok(false),
+        _ => Err(StepError::Setting(format!(
+            "invalid {key}={value}; valid: yes or no"
+        ))),
+    }
+}
+
+impl Settings {
+    /// Reads the plugin's `plugstack.conf` arguments (`key=value` words) and checks the default
+    /// option values.
+    pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Settings, StepError> {
+        let mut s = Settings::default();
+        for arg in args {
+            let arg = arg.as_ref();
+            let (key, value) = arg.split_once('=').ok_or_else(|| {
+                StepError::Setting(format!(
+                    "argument '{arg}' is not key=value; valid keys: {SETTING_KEYS}"
+                ))
+            })?;
+            match key {
+                "oversubscribe" => s.defaults.oversubscribe = yes_no(key, value)?,
+                "apply" => {
+                    s.apply = match value {
+                        "requested" => Apply::Requested,
+                        "always" => Apply::Always,
+                        _ => {
+                            return Err(StepError::Setting(format!(
+                                "invalid apply={value}; valid: requested (only steps given a --lama option) or always"
+                            )))
+                        }
+                    }
+                }
+                "taskmap" => s.taskmap = yes_no(key, value)?,
+                "verbose" => s.verbose = yes_no(key, value)?,
+                "topology" if !value.is_empty() => s.topology = Some(PathBuf::from(value)),
+                "topology" => {
+                    return Err(StepError::Setting(
+                        "topology= needs the path of an hwloc XML file".into(),
+                    ))
+                }
+                _ => {
+                    let is_value_option = OPTIONS.iter().any(|o| o.name == key && o.arg.is_some());
+                    if !is_value_option || !s.defaults.set(key, Some(value)) {
+                        return Err(StepError::Setting(format!(
+                            "unknown argument '{key}'; valid keys: {SETTING_KEYS}"
+                        )));
+                    }
+                }
+            }
+        }
+        let d = &s.defaults;
+        if !d.expert_names().is_empty() && !d.simple_names().is_empty() {
+            return Err(StepError::Setting(format!(
+                "defaults mix the expert keys ({}) with the simple ones ({}); give one kind",
+                d.expert_names().join(", "),
+                d.simple_names().join(", ")
+            )));
+        }
+        build(d, None).map_err(|e| StepError::Setting(e.message("")))?;
+        Ok(s)
+    }
+
+    /// The request for a step given the user's options, or `None` when lama leaves the step
+    /// alone (`--lama-off`, or no option under `apply=requested`). `np` is the number of tasks
+    /// to place (`None` only checks the options, as srun does before launch).
+    ///
+    /// User options replace the defaults option by option when both are of the same kind
+    /// (expert or simple); options of the other kind replace all the defaults.
+    pub fn request(&self, user: &Options, np: Option<usize>) -> Result<Option<Request>, StepError> {
+        if user.off || (self.apply == Apply::Requested && !user.any()) {
+            return Ok(None);
+        }
+        let (ue, us) = (user.expert_names(), user.simple_names());
+        if let (Some(e), Some(s)) = (ue.first(), us.first()) {
+            return Err(StepError::Option(format!(
+                "--lama-{e} cannot be combined with --lama-{s}: use the expert options (--lama-map, --lama-bind, --lama-mppr, --lama-order) or the simple ones (--lama-map-by, --lama-bind-to, --lama-rank-by), not both"
+            )));
+        }
+        let d = &self.defaults;
+        let same_kind = (ue.is_empty() && us.is_empty())
+            || (!ue.is_empty() && d.simple_names().is_empty())
+            || (!us.is_empty() && d.expert_names().is_empty());
+        let base = if same_kind {
+            d.clone()
+        } else {
+            Options::default()
+        };
+        let pick = |u: &Option<String>, b: &Option<String>| u.clone().or_else(|| b.clone());
+        let merged = Options {
+            map: pick(&user.map, &base.map),
+            bind: pick(&user.bind, &base.bind),
+            mppr: pick(&user.mppr, &base.mppr),
+            order: pick(&user.order, &base.order),
+            map_by: pick(&user.map_by, &base.map_by),
+            bind_to: pick(&user.bind_to, &base.bind_to),
+            rank_by: pick(&user.rank_by, &base.rank_by),
+            oversubscribe: user.oversubscribe || d.oversubscribe,
+            verbose: user.verbose || self.verbose,
+            off: false,
+        };
+        build(&merged, np).map(Some).map_err(|e| {
+            let mut msg = e.message("--lama-");
+            let from_default = |v: &Option<String>, u: &Option<String>| v.is_some() && u.is_none();
+            let mut used = Vec::new();
+            for (name, v, u) in [
+                ("map", &merged.map, &user.map),
+                ("bind", &merged.bind, &user.bind),
+                ("mppr", &merged.mppr, &user.mppr),
+                ("order", &merged.order, &user.order),
+                ("map-by", &merged.map_by, &user.map_by),
+                ("bind-to", &merged.bind_to, &user.bind_to),
+                ("rank-by", &merged.rank_by, &user.rank_by),
+            ] {
+                if from_default(v, u) {
+                    used.push(format!("{name}={}", v.as_deref().unwrap_or("")));
+                }
+            }
+            if !used.is_empty() {
+                msg.push_str(&format!(
+                    " (this cluster's defaults from plugstack.conf: {})",
+                    used.join(" ")
+                ));
+            }
+            if e.input != Input::Np && !user_gave(user, e.input) {
+                msg = msg.replacen("--lama-", "plugstack.conf default ", 1);
+            }
+            StepError::Option(msg)
+        })
+    }
+}
+
+fn user_gave(user: &Options, input: Input) -> bool {
+    match input {
+        Input::Map => user.map.is_some(),
+        Input::Bind => user.bind.is_some(),
+        Input::Mppr => user.mppr.is_some(),
+        Input::Order => user.order.is_some(),
+        Input::MapBy => user.map_by.is_some(),
+        Input::BindTo => user.bind_to.is_some(),
+        Input::RankBy => user.rank_by.is_some(),
+        Input::Np => false,
+    }
+}
+
+fn build(o: &Options, np: Option<usize>) -> Result<Request, SpecError> {
+    if !o.simple_names().is_empty() {
+        Request::simple(
+            &Simple {
+                map_by: o.map_by.as_deref(),
+                bind_to: o.bind_to.as_deref(),
+                rank_by: o.rank_by.as_deref(),
+            },
+            np,
+            o.oversubscribe,
+        )
+    } else {
+        Request::expert(
+            &Expert {
+                map: o.map.as_deref(),
+                bind: o.bind.as_deref(),
+                mppr: o.mppr.as_deref(),
+                order: o.order.as_deref(),
+            },
+            np,
+            o.oversubscribe,
+        )
+    }
+}
+
+/// The CPUs (OS indexes) of the cores Slurm gave a step on a node (`S_STEP_ALLOC_CORES`, Slurm's
+/// abstract core numbers: the k-th core of the node in hwloc's logical order). A machine without
+/// core objects counts its PUs as cores.
+pub fn cores_to_cpus(topo: &NodeTopology, cores: &str) -> Result<Vec<u32>, StepError> {
+    let ids = parse_list(cores)
+        .map_err(|e| StepError::Cpus(format!("Slurm's core list '{cores}' cannot be read: {e}")))?;
+    let pus = topo.pus();
+    let spans: Vec<(u32, u32)> = if topo.has(Level::Core) {
+        topo.objects(Level::Core)
+            .iter()
+            .map(|s| (s.start, s.end))
+            .collect()
+    } else {
+        (0..pus.len() as u32).map(|i| (i, i + 1)).collect()
+    };
+    let mut out = Vec::new();
+    for &k in &ids {
+        let &(a, b) = spans.get(k as usize).ok_or_else(|| {
+            StepError::Cpus(format!(
+                "Slurm gave the step core {k}, but this node's topology has {} cores (cores {cores}); does slurm.conf describe this node as hwloc sees it?",
+                spans.len()
+            ))
+        })?;
+        out.extend_from_slice(&pus[a as usize..b as usize]);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// One task of a node, placed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskBinding {
+    /// Global task id (Slurm's `SLURM_PROCID`).
+    pub rank: u32,
+    /// The CPUs to bind it to (OS indexes, ascending).
+    pub cpus: Vec<u32>,
+    /// The node's picture with the bound PUs marked.
+    pub picture: String,
+}
+
+/// Places one node's tasks on the step's CPUs of `node` (OS indexes; `ranks` are the global ids
+/// of the tasks Slurm put on this node). Tasks are placed in global rank order with the odometer
+/// for one node; the result is in ascending rank order, pictured on the whole node.
+pub fn place_node(
+    node: &NodeTopology,
+    step_cpus: &[u32],
+    request: &Request,
+    ranks: &[u32],
+) -> Result<Vec<TaskBinding>, StepError> {
+    let topo = &node
+        .restrict(step_cpus)
+        .map_err(|e| StepError::Cpus(e.to_string()))?;
+    let allowed = topo.cpus();
+    let mut sorted = ranks.to_vec();
+    sorted.sort_unstable();
+    let mut req = request.clone();
+    req.np = Some(sorted.len());
+    if sorted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let nodes = [topo];
+    let p = plan(&nodes, &req)?;
+    Ok(sorted
+        .iter()
+        .zip(p.placements())
+        .map(|(&rank, pl)| {
+            let cpus = topo.span_cpus(pl.span);
+            TaskBinding {
+                rank,
+                picture: node.picture_cpus(&cpus, &allowed),
+                cpus,
+            }
+        })
+        .collect())
+}
+
+/// Checks that a step's task map puts exactly `ranks` on node `nodeid`: the task map comes from
+/// environment values, the ranks from Slurm's own items.
+pub fn check_node(map: &TaskMap, nodeid: u32, ranks: &[u32]) -> Result<(), StepError> {
+    let mut want = ranks.to_vec();
+    want.sort_unstable();
+    let mut got = Vec::new();
+    for (a, b) in map.tasks_on(u64::from(nodeid)) {
+        got.extend((a..=b).filter_map(|t| u32::try_from(t).ok()));
+    }
+    if got == want {
+        Ok(())
+    } else {
+        Err(StepError::Layout(format!(
+            "the task map from the step's layout puts tasks {} on node {nodeid}, Slurm runs {} there",
+            format_list(&got),
+            format_list(&want)
+        )))
+    }
+}

@@ -1,0 +1,196 @@
+//! The plugin's decisions without Slurm: plugstack.conf settings, option merging, Slurm's core
+//! numbers, one node's placement and the task-map check. Expected values are worked by hand.
+
+use lama::slurm_layout::StepEnv;
+use lama::slurm_step::{
+    check_node, cores_to_cpus, place_node, Apply, Options, Settings, StepError,
+};
+use lama::{Level, NodeTopology};
+
+fn user(pairs: &[(&str, Option<&str>)]) -> Options {
+    let mut o = Options::default();
+    for (k, v) in pairs {
+        assert!(o.set(k, *v), "{k} is an option");
+    }
+    o
+}
+
+fn err_text(r: Result<impl std::fmt::Debug, StepError>) -> String {
+    match r {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn settings_defaults_and_keys() {
+    let s = Settings::parse::<&str>(&[]).unwrap();
+    assert_eq!(s.apply, Apply::Requested);
+    assert!(s.taskmap);
+    assert!(!s.verbose);
+    assert_eq!(s.topology, None);
+
+    let s = Settings::parse(&[
+        "apply=always",
+        "taskmap=no",
+        "verbose=yes",
+        "map=nbsch",
+        "bind=1c",
+        "oversubscribe=yes",
+        "topology=/x.xml",
+    ])
+    .unwrap();
+    assert_eq!(s.apply, Apply::Always);
+    assert!(!s.taskmap && s.verbose && s.defaults.oversubscribe);
+    assert_eq!(s.defaults.map.as_deref(), Some("nbsch"));
+    assert_eq!(s.topology.as_deref(), Some(std::path::Path::new("/x.xml")));
+}
+
+#[test]
+fn settings_errors_name_the_argument_and_what_is_valid() {
+    let e = err_text(Settings::parse(&["colour=blue"]));
+    assert!(e.contains("plugstack.conf") && e.contains("'colour'") && e.contains("apply"));
+    let e = err_text(Settings::parse(&["apply=sometimes"]));
+    assert!(e.contains("apply=sometimes") && e.contains("requested") && e.contains("always"));
+    let e = err_text(Settings::parse(&["taskmap=maybe"]));
+    assert!(e.contains("taskmap=maybe") && e.contains("yes or no"));
+    let e = err_text(Settings::parse(&["verbose"]));
+    assert!(e.contains("'verbose' is not key=value"));
+    // Flags are not defaults an admin can set.
+    assert!(err_text(Settings::parse(&["off=yes"])).contains("unknown argument 'off'"));
+    let e = err_text(Settings::parse(&["map=csbnh", "map-by=core"]));
+    assert!(e.contains("map") && e.contains("map-by"));
+    let e = err_text(Settings::parse(&["bind=1q"]));
+    assert!(e.contains("bind '1q'"), "{e}");
+}
+
+#[test]
+fn when_placement_applies() {
+    let requested = Settings::default();
+    assert_eq!(requested.request(&Options::default(), Some(4)), Ok(None));
+    assert!(requested
+        .request(&user(&[("verbose", None)]), Some(4))
+        .unwrap()
+        .is_some());
+    let always = Settings::parse(&["apply=always", "bind=1c"]).unwrap();
+    let r = always
+        .request(&Options::default(), Some(4))
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.bind.level, Level::Core);
+    assert_eq!(r.np, Some(4));
+    assert_eq!(
+        always.request(&user(&[("off", None), ("bind", Some("1s"))]), Some(4)),
+        Ok(None)
+    );
+}
+
+#[test]
+fn user_options_merge_over_defaults_of_the_same_kind() {
+    let s = Settings::parse(&["map=nbsch", "bind=1c", "mppr=1:c"]).unwrap();
+    let r = s
+        .request(&user(&[("bind", Some("1s"))]), Some(2))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        r.map,
+        vec![
+            Level::Node,
+            Level::Board,
+            Level::Socket,
+            Level::Core,
+            Level::Hwthread
+        ]
+    );
+    assert_eq!(r.bind.level, Level::Socket);
+    assert_eq!(r.mppr.len(), 1);
+
+    // Simple options replace expert defaults entirely: the default map's mppr is gone.
+    let r = s
+        .request(&user(&[("map-by", Some("socket"))]), Some(2))
+        .unwrap()
+        .unwrap();
+    assert!(r.mppr.is_empty());
+    assert_eq!(r.map[0], Level::Socket);
+}
+
+#[test]
+fn option_errors_name_the_option_value_and_source() {
+    let s = Settings::default();
+    let e = err_text(s.request(&user(&[("map", Some("csbnhx"))]), None));
+    assert!(e.starts_with("invalid --lama-map 'csbnhx'"), "{e}");
+    assert!(e.contains("valid:"));
+    let e = err_text(s.request(
+        &user(&[("map", Some("csbnh")), ("bind-to", Some("core"))]),
+        None,
+    ));
+    assert!(
+        e.contains("--lama-map cannot be combined with --lama-bind-to"),
+        "{e}"
+    );
+    let e = err_text(s.request(&user(&[("order", Some("q"))]), None));
+    assert!(e.contains("--lama-order 'q'"), "{e}");
+
+    // The user's map lacks the admin's binding level: the message says where the binding came from.
+    let s = Settings::parse(&["bind=1L2"]).unwrap();
+    let e = err_text(s.request(&user(&[("map", Some("csbnh"))]), None));
+    assert!(e.contains("--lama-map 'csbnh'"), "{e}");
+    assert!(e.contains("defaults from plugstack.conf: bind=1L2"), "{e}");
+}
+
+#[test]
+fn slurm_cores_are_logical_cores_of_the_whole_node() {
+    // pack:2 core:2 pu:2: core k holds OS PUs 2k and 2k+1.
+    let t = NodeTopology::from_synthetic("pack:2 core:2 pu:2").unwrap();
+    assert_eq!(cores_to_cpus(&t, "1,3").unwrap(), vec![2, 3, 6, 7]);
+    assert_eq!(
+        cores_to_cpus(&t, "0-3").unwrap(),
+        (0..8).collect::<Vec<_>>()
+    );
+    let e = err_text(cores_to_cpus(&t, "4"));
+    assert!(e.contains("core 4") && e.contains("4 cores"), "{e}");
+    assert!(err_text(cores_to_cpus(&t, "x")).contains("'x'"));
+}
+
+#[test]
+fn one_node_places_its_ranks_in_global_order_on_the_step_cpus() {
+    // Two sockets of four single-thread cores; the step has CPUs 2-5.
+    let t = NodeTopology::from_synthetic("pack:2 core:4 pu:1").unwrap();
+    let req = Settings::default()
+        .request(
+            &user(&[("map", Some("csbnh")), ("bind", Some("1c"))]),
+            Some(3),
+        )
+        .unwrap()
+        .unwrap();
+    let got = place_node(&t, &[2, 3, 4, 5], &req, &[7, 3, 5]).unwrap();
+    let ranks: Vec<u32> = got.iter().map(|b| b.rank).collect();
+    assert_eq!(ranks, vec![3, 5, 7]);
+    assert_eq!(got[0].cpus, vec![2]);
+    assert_eq!(got[1].cpus, vec![3]);
+    assert_eq!(got[2].cpus, vec![4]);
+    assert_eq!(got[0].picture, "[-/-/B/.][././-/-]");
+    assert_eq!(got[2].picture, "[-/-/./.][B/./-/-]");
+
+    // Five tasks on four CPUs without oversubscription: the step fails.
+    let e = err_text(place_node(&t, &[2, 3, 4, 5], &req, &[0, 1, 2, 3, 4]));
+    assert!(e.contains("oversubscribed"), "{e}");
+}
+
+#[test]
+fn task_map_is_checked_against_slurms_ranks() {
+    let env = StepEnv {
+        tasks_per_node: Some("2(x2),1".into()),
+        distribution: Some("cyclic".into()),
+        ..StepEnv::default()
+    };
+    let map = env.taskmap(|_| unreachable!()).unwrap();
+    // Cyclic over 2,2,1: node 0 has 0 and 3, node 1 has 1 and 4, node 2 has 2.
+    assert!(check_node(&map, 0, &[3, 0]).is_ok());
+    assert!(check_node(&map, 2, &[2]).is_ok());
+    let e = err_text(check_node(&map, 1, &[1, 2]));
+    assert!(
+        e.contains("puts tasks 1,4 on node 1") && e.contains("runs 1-2"),
+        "{e}"
+    );
+}

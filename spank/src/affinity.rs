@@ -1,0 +1,31 @@
+//! Binding the calling task to CPUs.
+
+use std::io;
+
+/// Binds the calling process to `cpus` (OS indexes). The mask is sized to the largest CPU, so
+/// machines beyond glibc's fixed 1024-CPU set work too.
+pub fn bind(cpus: &[u32]) -> Result<(), String> {
+    let Some(&max) = cpus.iter().max() else {
+        return Err("no CPUs to bind to".into());
+    };
+    let bits = libc::c_ulong::BITS as usize;
+    let mut mask: Vec<libc::c_ulong> = vec![0; max as usize / bits + 1];
+    for &c in cpus {
+        mask[c as usize / bits] |= 1 << (c as usize % bits);
+    }
+    let bytes = mask.len() * std::mem::size_of::<libc::c_ulong>();
+    // SAFETY: the kernel reads `bytes` bytes from a live buffer of exactly that size.
+    let rc = unsafe { libc::sched_setaffinity(0, bytes, mask.as_ptr().cast::<libc::cpu_set_t>()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error().to_string())
+    }
+}
+
+/// This machine's host name as the task sees it.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
+}

@@ -1,0 +1,294 @@
+//! The `lama` SPANK plugin. In srun and sbatch it registers and checks the `--lama-*` options;
+//! in slurmstepd, once per node per step, it places that node's tasks on the CPUs Slurm gave the
+//! step and computes the step's `TASK_MAP`; per task it binds and exports `TASK_MAP` and
+//! `LAMA_CPUS`. All decisions are made by `lama::slurm_step`; this crate only talks to Slurm.
+//!
+//! Failures never unwind into Slurm: a placement error is kept and reported by every task's
+//! `task_init`, which then fails so that no task of the step starts (Slurm 22.05 lets srun exit 0
+//! when `user_init` fails).
+
+use std::error::Error;
+use std::fmt;
+
+use lama::idset::format_list;
+use lama::slurm_layout::StepEnv;
+use lama::slurm_step::{
+    check_node, cores_to_cpus, place_node, Options, Settings, TaskBinding, OPTIONS,
+};
+use lama::taskmap::rfc34;
+use lama::NodeTopology;
+use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle, SpankOption, SPANK_PLUGIN};
+
+mod affinity;
+
+include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
+
+SPANK_PLUGIN!(b"lama", SLURM_VERSION, Lama);
+
+/// Step ids at or above this are Slurm's special steps (batch script, extern, interactive).
+const FIRST_SPECIAL_STEP: u32 = 0xFFFF_FFF0;
+
+/// An error already reported to the user; Slurm only needs to know the callback failed.
+#[derive(Debug)]
+struct Reported;
+
+impl fmt::Display for Reported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("lama: reported above")
+    }
+}
+
+impl Error for Reported {}
+
+type Result = std::result::Result<(), Box<dyn Error>>;
+
+fn fail(msg: &str) -> Box<dyn Error> {
+    spank_log(LogLevel::Error, &format!("lama: {msg}"));
+    Box::new(Reported)
+}
+
+#[derive(Default)]
+struct Lama {
+    settings: Settings,
+    user: Options,
+    step: Option<Step>,
+}
+
+/// What `user_init` decided for this node, used by every task.
+#[derive(Default)]
+struct Step {
+    host: String,
+    nodeid: u32,
+    /// Why no task may start, when placement failed.
+    failure: Option<String>,
+    /// Shown once per node, not fatal (TASK_MAP could not be computed).
+    warning: Option<String>,
+    /// Whether TASK_MAP is lama's business in this step.
+    manage_taskmap: bool,
+    taskmap: Option<String>,
+    /// Placed tasks in rank order; empty when placement does not apply.
+    tasks: Vec<TaskBinding>,
+    placing: bool,
+    /// False with `topology=FILE`: CPUs are computed and exported, not bound.
+    bind: bool,
+    verbose: bool,
+}
+
+fn user_options(spank: &SpankHandle) -> std::result::Result<Options, String> {
+    let mut o = Options::default();
+    for info in OPTIONS {
+        let name = format!("lama-{}", info.name);
+        if info.arg.is_some() {
+            match spank.get_option_value(&name) {
+                Ok(Some(v)) => {
+                    o.set(info.name, Some(&v));
+                }
+                Ok(None) => {}
+                Err(_) => return Err(format!("invalid --{name}: the value is not UTF-8")),
+            }
+        } else if spank.is_option_set(&name) {
+            o.set(info.name, None);
+        }
+    }
+    Ok(o)
+}
+
+impl Lama {
+    fn prepare(&self, spank: &SpankHandle) -> Step {
+        let mut st = Step {
+            host: affinity::hostname(),
+            bind: self.settings.topology.is_none(),
+            verbose: self.settings.verbose || self.user.verbose,
+            manage_taskmap: self.settings.taskmap && !self.user.off,
+            ..Step::default()
+        };
+        let ranks = match node_ranks(spank) {
+            Ok((nodeid, r)) => {
+                st.nodeid = nodeid;
+                r
+            }
+            Err(e) => {
+                st.failure = Some(e);
+                return st;
+            }
+        };
+        if st.manage_taskmap {
+            let env = StepEnv::from_lookup(|n| spank.getenv(n).ok().flatten());
+            let map = env
+                .taskmap(|p| std::fs::read_to_string(p))
+                .map_err(|e| e.to_string())
+                .and_then(|m| {
+                    check_node(&m, st.nodeid, &ranks)
+                        .map(|_| m)
+                        .map_err(|e| e.to_string())
+                });
+            match map {
+                Ok(m) => st.taskmap = Some(rfc34::encode_wrapped(&m)),
+                Err(e) => st.warning = Some(format!("TASK_MAP not exported: {e}")),
+            }
+        }
+        match self.settings.request(&self.user, Some(ranks.len())) {
+            Ok(None) => {}
+            Ok(Some(req)) => {
+                st.placing = true;
+                match self.place(spank, &req, &ranks) {
+                    Ok(tasks) => st.tasks = tasks,
+                    Err(e) => st.failure = Some(e),
+                }
+            }
+            Err(e) => st.failure = Some(e.to_string()),
+        }
+        st
+    }
+
+    fn place(
+        &self,
+        spank: &SpankHandle,
+        req: &lama::Request,
+        ranks: &[u32],
+    ) -> std::result::Result<Vec<TaskBinding>, String> {
+        let (topo, usable) = match &self.settings.topology {
+            Some(path) => NodeTopology::from_xml_file(path).map(|t| {
+                let all = t.cpus();
+                (t, all)
+            }),
+            None => NodeTopology::this_machine_whole(),
+        }
+        .map_err(|e| e.to_string())?;
+        let cores = spank
+            .step_alloc_cores()
+            .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
+        // Slurm's cores, and of those only CPUs this slurmstepd may use (its cgroup's cpuset).
+        let mut cpus = cores_to_cpus(&topo, cores).map_err(|e| e.to_string())?;
+        cpus.retain(|c| usable.binary_search(c).is_ok());
+        place_node(&topo, &cpus, req, ranks).map_err(|e| e.to_string())
+    }
+}
+
+/// This node's id and the global ids of its tasks, from Slurm's items.
+fn node_ranks(spank: &SpankHandle) -> std::result::Result<(u32, Vec<u32>), String> {
+    let item =
+        |e: slurm_spank::SpankError| format!("cannot read the step's layout from Slurm: {e}");
+    let nodeid = spank.job_nodeid().map_err(item)?;
+    let local = spank.job_local_task_count().map_err(item)?;
+    let ranks = (0..local)
+        .map(|i| spank.local_to_global_id(i).map_err(item))
+        .collect::<std::result::Result<Vec<u32>, String>>()?;
+    Ok((nodeid, ranks))
+}
+
+unsafe impl Plugin for Lama {
+    fn setup(&mut self, _spank: &mut SpankHandle) -> Result {
+        // The crate reports caught panics through Slurm's log; the default hook would also
+        // print into the job's output.
+        std::panic::set_hook(Box::new(|_| {}));
+        Ok(())
+    }
+
+    fn report_error(&self, _spank: &mut SpankHandle, _error: &dyn Error) {}
+
+    fn init(&mut self, spank: &mut SpankHandle) -> Result {
+        let ctx = spank.context()?;
+        if matches!(ctx, Context::Local | Context::Remote | Context::Allocator) {
+            for info in OPTIONS {
+                let mut o = SpankOption::new(&format!("lama-{}", info.name)).usage(info.usage);
+                if let Some(arg) = info.arg {
+                    o = o.takes_value(arg);
+                }
+                spank
+                    .register_option(o)
+                    .map_err(|e| fail(&format!("cannot register --lama-{}: {e}", info.name)))?;
+            }
+        }
+        let args = spank
+            .plugin_argv()
+            .map_err(|e| fail(&format!("plugstack.conf arguments: {e}")))?;
+        self.settings = Settings::parse(&args).map_err(|e| fail(&e.to_string()))?;
+        Ok(())
+    }
+
+    fn init_post_opt(&mut self, spank: &mut SpankHandle) -> Result {
+        if matches!(spank.context()?, Context::Local | Context::Allocator) {
+            self.user = user_options(spank).map_err(|e| fail(&e))?;
+            self.settings
+                .request(&self.user, None)
+                .map_err(|e| fail(&e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn user_init(&mut self, spank: &mut SpankHandle) -> Result {
+        if spank.job_stepid()? >= FIRST_SPECIAL_STEP {
+            return Ok(());
+        }
+        self.step = Some(match user_options(spank) {
+            Ok(u) => {
+                self.user = u;
+                self.prepare(spank)
+            }
+            Err(e) => Step {
+                failure: Some(e),
+                ..Step::default()
+            },
+        });
+        Ok(())
+    }
+
+    fn task_init(&mut self, spank: &mut SpankHandle) -> Result {
+        let Some(st) = &self.step else {
+            return Ok(());
+        };
+        let first = spank.task_id()? == 0;
+        let rank = spank.task_global_id()?;
+        if let Some(f) = &st.failure {
+            if first {
+                eprintln!(
+                    "lama: error: {f} (node {} {}: no task of this step was started there)",
+                    st.nodeid, st.host
+                );
+            }
+            return Err(Box::new(Reported));
+        }
+        if first {
+            if let Some(w) = &st.warning {
+                eprintln!("lama: warning: {w}");
+            }
+        }
+        if st.manage_taskmap {
+            match &st.taskmap {
+                Some(m) => spank.setenv("TASK_MAP", m, true)?,
+                None => spank.unsetenv("TASK_MAP")?,
+            }
+        }
+        if !st.placing {
+            return Ok(());
+        }
+        let Ok(i) = st.tasks.binary_search_by_key(&rank, |t| t.rank) else {
+            eprintln!(
+                "lama: error: task {rank} was not placed on node {}",
+                st.host
+            );
+            return Err(Box::new(Reported));
+        };
+        let t = &st.tasks[i];
+        let list = format_list(&t.cpus);
+        spank.setenv("LAMA_CPUS", &list, true)?;
+        if st.bind {
+            if let Err(e) = affinity::bind(&t.cpus) {
+                eprintln!(
+                    "lama: error: cannot bind task {rank} on {} to cpus {list}: {e}",
+                    st.host
+                );
+                return Err(Box::new(Reported));
+            }
+        }
+        if st.verbose {
+            let how = if st.bind { "bound to" } else { "computed" };
+            eprintln!(
+                "lama: task {rank} on {} (node {}): {how} cpus {list} {}",
+                st.host, st.nodeid, t.picture
+            );
+        }
+        Ok(())
+    }
+}
