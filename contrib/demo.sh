@@ -1,18 +1,50 @@
 #!/usr/bin/env bash
-# Builds lama and previews placements on a real machine topology and on this machine.
-# Usage: contrib/demo.sh
+# The main job: a local Slurm cluster (munge, slurmctld, three slurmd nodes n1-n3 on this machine)
+# with the lama plugin enabled, and demonstration steps showing each task's binding and TASK_MAP.
+#
+# Usage: contrib/demo.sh [start|stop]
+#   start (default)  install what is missing, build, start the cluster, run the demo steps, and
+#                    leave the cluster running for your own srun (eval "$(contrib/sandbox.sh env)")
+#   stop             stop every daemon the cluster started and remove its state
 set -euo pipefail
 cd "$(dirname "$0")/.."
+top=$PWD
+export LAMA_SANDBOX=${LAMA_SANDBOX:-/tmp/lama-sandbox}
+case "${1:-start}" in
+  start) ;;
+  stop) exec contrib/sandbox.sh stop ;;
+  *) echo "usage: $0 [start|stop]" >&2; exit 1 ;;
+esac
+
 contrib/deps.sh
-cargo build --release --quiet
-lama=target/release/lama
-set -x
-# Map by socket, bind to core, on two 2-socket Intel servers with hyper-threading.
-$lama plan --topology tests/topologies/32em64t-2n8c2t-pci-normalio.xml --nodes 2 \
-  --map sbnch --bind 1c --mppr 1:c --np 8
-# Two cores per rank, one rank per NUMA node at most, on a KNL in SNC-4 mode.
-$lama plan --topology tests/topologies/64intel64-fakeKNL-SNC4-hybrid.xml --map cNsbnh --bind 2c --mppr 1:N
-# The simple level on this machine.
-$lama plan --this-machine --map-by core --bind-to core
-# The task map of a cyclic step on 3 nodes, per host.
-$lama taskmap --from-slurm --tasks-per-node='2(x3)' --distribution=cyclic --nodelist='n[1-3]' --to=hosts
+cargo build --release --quiet -p lama-spank -p lama-cli
+plugin=$top/target/release/liblama_spank.so
+xml=$top/tests/topologies/32em64t-2n8c2t-pci-normalio.xml
+export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
+# Runs a command shown as typed; srun --label output is sorted by task so each task's lines
+# (its binding on stderr, its report on stdout) stay together.
+show() { echo; echo "\$ $*"; "$@" 2>&1 | sort -n -s -k1,1; }
+task='echo "on $(hostname): Cpus_allowed_list $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)  LAMA_CPUS=$LAMA_CPUS"; [ "$SLURM_PROCID" = 0 ] && echo "TASK_MAP=$TASK_MAP"; true'
+
+contrib/sandbox.sh stop >/dev/null 2>&1 || true
+echo "== 1. What-if: nodes declared as a 2-socket, 8-core, 2-thread Intel server; lama places on"
+echo "==    its hwloc XML (plugstack.conf topology=...), so CPUs are computed and exported, not bound."
+LAMA_SANDBOX_TOPOLOGY=$xml LAMA_SANDBOX_PLUGIN="required $plugin topology=$xml" contrib/sandbox.sh start
+# -c8: 4 tasks x 8 CPUs, so that the step gets every core of each 32-PU node.
+show srun -N3 -n12 -c8 --label --lama-map=sbnch --lama-bind=1c --lama-verbose bash -c '[ "$SLURM_PROCID" = 0 ] && echo "TASK_MAP=$TASK_MAP"; true'
+contrib/sandbox.sh stop >/dev/null
+
+echo
+echo "== 2. This machine's real cores: nodes declared as this machine; tasks really bound."
+LAMA_SANDBOX_PLUGIN="required $plugin" contrib/sandbox.sh start
+cpus=$(nproc)
+show srun -N3 -n$((3 * cpus)) -m cyclic --label --lama-map=ncsbh --lama-bind=1c --lama-verbose bash -c "$task"
+echo
+echo "# Without a --lama option the plugin only exports TASK_MAP (plane=2 layout here):"
+show srun -N3 -n$((3 * cpus)) -m plane=2 --label bash -c "$task"
+echo
+echo "# A bad value stops srun before anything starts:"
+show srun -N1 -n1 --lama-bind=2q true || echo "(srun exited $?)"
+echo
+echo "The cluster is still running. Use it with:  eval \"\$(contrib/sandbox.sh env)\""
+echo "Stop it with:  contrib/demo.sh stop"

@@ -7,8 +7,11 @@
 #   stop    cancel jobs, stop every daemon this script started, remove the state directory
 #   env     print the exports a shell needs to use the cluster (eval "$(contrib/sandbox.sh env)")
 # Environment: LAMA_SANDBOX (state directory, default /tmp/lama-sandbox),
-#   LAMA_SANDBOX_PLUGSTACK (a plugstack.conf to enable, default none),
+#   LAMA_SANDBOX_PLUGIN (the plugstack.conf line written to $LAMA_SANDBOX/plugstack.conf, e.g.
+#   "required /path/liblama_spank.so"; default: no plugin; slurmstepd rereads it for every step),
+#   LAMA_SANDBOX_PLUGSTACK (use this plugstack.conf file instead),
 #   LAMA_SANDBOX_NODE (the NodeName hardware line, default this machine's sockets/cores/threads),
+#   LAMA_SANDBOX_TOPOLOGY (an hwloc XML: declare the nodes with its sockets/cores/threads),
 #   LAMA_SANDBOX_SLURMD_ENV (extra VAR=value words for the slurmd environment, e.g. HWLOC_XMLFILE=...),
 #   LAMA_SANDBOX_PORT (port base, default 16800: slurmctld on base+17, slurmd on base+101..103),
 #   LAMA_SANDBOX_CGROUP=1 (confine steps with cgroups: proctrack/cgroup, task/cgroup,task/affinity,
@@ -23,7 +26,7 @@ port=${LAMA_SANDBOX_PORT:-16800}
 die() { echo "sandbox: $*" >&2; exit 1; }
 
 deps() {
-  local pkgs=(slurmctld slurmd slurm-client libslurm-dev munge util-linux) missing=()
+  local pkgs=(slurmctld slurmd slurm-client libslurm-dev munge util-linux hwloc) missing=()
   for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
@@ -44,6 +47,14 @@ alive() {
 
 hardware() {
   if [ -n "${LAMA_SANDBOX_NODE:-}" ]; then echo "$LAMA_SANDBOX_NODE"; return; fi
+  if [ -n "${LAMA_SANDBOX_TOPOLOGY:-}" ]; then
+    local x=$LAMA_SANDBOX_TOPOLOGY np nc nt
+    np=$(hwloc-calc -i "$x" --number-of package all) nc=$(hwloc-calc -i "$x" --number-of core all)
+    nt=$(hwloc-calc -i "$x" --number-of pu all)
+    [ "$np" -gt 0 ] && [ "$nc" -gt 0 ] || die "cannot read sockets and cores from $x"
+    echo "Sockets=$np CoresPerSocket=$((nc / np)) ThreadsPerCore=$((nt / nc))"
+    return
+  fi
   local s c t
   s=$(lscpu | awk -F: '/^Socket\(s\)/ {gsub(/ /,"",$2); print $2}')
   c=$(lscpu | awk -F: '/^Core\(s\) per socket/ {gsub(/ /,"",$2); print $2}')
@@ -55,7 +66,7 @@ write_conf() {
   mkdir -p "$dir"/{munge,state,log,spool}
   chmod 0755 "$dir" "$dir/munge"
   local plug=${LAMA_SANDBOX_PLUGSTACK:-$dir/plugstack.conf}
-  [ -f "$plug" ] || : > "$plug"
+  [ -f "$plug" ] || echo "${LAMA_SANDBOX_PLUGIN:-}" > "$plug"
   local hw; hw=$(hardware)
   local proctrack=proctrack/linuxproc task=task/none
   if [ "${LAMA_SANDBOX_CGROUP:-0}" = 1 ]; then

@@ -14,10 +14,12 @@ trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true; rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"
 
 echo "== tests against the real Slurm sandbox cluster"
+cargo build --quiet -p lama-spank -p lama-cli
 contrib/sandbox.sh stop >/dev/null 2>&1 || true
-contrib/sandbox.sh start
+LAMA_SANDBOX_PLUGIN="required $PWD/target/debug/liblama_spank.so" contrib/sandbox.sh start
 export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
 tests/slurm/layouts.sh target/debug/lama | tee -a "$log"
+tests/slurm/plugin.sh target/debug/lama target/debug/liblama_spank.so | tee -a "$log"
 
 # One closing line with the totals of every test binary and cluster test.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }

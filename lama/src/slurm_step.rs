@@ -185,6 +185,9 @@ pub struct Settings {
     /// `topology=FILE`: place on this hwloc XML instead of the machine; bindings are then
     /// computed and exported but not applied.
     pub topology: Option<PathBuf>,
+    /// `cache=DIR|none`: where slurmd saves the machine's topology at start-up so that each
+    /// step loads a small XML instead of probing the machine (default `/run/lama`).
+    pub cache: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -195,6 +198,7 @@ impl Default for Settings {
             taskmap: true,
             verbose: false,
             topology: None,
+            cache: Some(PathBuf::from("/run/lama")),
         }
     }
 }
@@ -219,7 +223,7 @@ pub enum StepError {
     Placement(#[from] PlacementError),
 }
 
-const SETTING_KEYS: &str = "map, bind, mppr, order, map-by, bind-to, rank-by, oversubscribe, apply, taskmap, verbose, topology";
+const SETTING_KEYS: &str = "map, bind, mppr, order, map-by, bind-to, rank-by, oversubscribe, apply, taskmap, verbose, topology, cache";
 
 fn yes_no(key: &str, value: &str) -> Result<bool, StepError> {
     match value {
@@ -263,6 +267,13 @@ impl Settings {
                     return Err(StepError::Setting(
                         "topology= needs the path of an hwloc XML file".into(),
                     ))
+                }
+                "cache" if value == "none" => s.cache = None,
+                "cache" if value.starts_with('/') => s.cache = Some(PathBuf::from(value)),
+                "cache" => {
+                    return Err(StepError::Setting(format!(
+                        "invalid cache={value}; valid: an absolute directory path, or none"
+                    )))
                 }
                 _ => {
                     let is_value_option = OPTIONS.iter().any(|o| o.name == key && o.arg.is_some());

@@ -10,6 +10,7 @@ use std::path::Path;
 use hwlocality::object::types::ObjectType;
 use hwlocality::object::TopologyObject;
 use hwlocality::topology::builder::{BuildFlags, TypeFilter};
+use hwlocality::topology::export::xml::XMLExportFlags;
 use hwlocality::Topology;
 use thiserror::Error;
 
@@ -163,6 +164,45 @@ impl NodeTopology {
             .map(|i| usize::from(i) as u32)
             .collect();
         Ok((node, allowed))
+    }
+
+    /// Writes this machine's whole topology (disallowed CPUs included, no I/O devices) as hwloc
+    /// XML, through a temporary file renamed into place so readers never see half a file.
+    pub fn export_machine_xml(path: &Path) -> Result<(), TopologyError> {
+        let err = |reason: String| TopologyError::Load {
+            source_name: path.display().to_string(),
+            reason,
+        };
+        let topo = load_err("this machine", || {
+            Topology::builder()
+                .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+                .map_err(|e| e.to_string())?
+                .build()
+                .map_err(|e| e.to_string())
+        })?;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        topo.export_xml_file(Some(&tmp), XMLExportFlags::empty())
+            .map_err(|e| err(format!("cannot write {}: {e}", tmp.display())))?;
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            err(format!("cannot rename {} into place: {e}", tmp.display()))
+        })
+    }
+
+    /// Loads an hwloc XML file with every CPU it lists, allowed or not, and no I/O objects (the
+    /// fast path for a machine exported by [`NodeTopology::export_machine_xml`]).
+    pub fn from_xml_file_whole(path: &Path) -> Result<NodeTopology, TopologyError> {
+        let name = path.display().to_string();
+        let topo = load_err(&name, || {
+            Topology::builder()
+                .from_xml_file(path)
+                .map_err(|e| e.to_string())?
+                .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+                .map_err(|e| e.to_string())?
+                .build()
+                .map_err(|e| e.to_string())
+        })?;
+        NodeTopology::convert(&topo, &name, false)
     }
 
     /// Converts a loaded hwloc topology, keeping only PUs that are both present and allowed.

@@ -23,6 +23,37 @@ pub fn bind(cpus: &[u32]) -> Result<(), String> {
     }
 }
 
+/// The CPUs the calling process may run on (OS indexes, ascending).
+pub fn allowed() -> Result<Vec<u32>, String> {
+    let bits = libc::c_ulong::BITS as usize;
+    let mut words = 1024 / bits;
+    loop {
+        let mut mask: Vec<libc::c_ulong> = vec![0; words];
+        let bytes = words * std::mem::size_of::<libc::c_ulong>();
+        // SAFETY: the kernel writes at most `bytes` bytes into a live buffer of that size.
+        let rc = unsafe {
+            libc::sched_getaffinity(0, bytes, mask.as_mut_ptr().cast::<libc::cpu_set_t>())
+        };
+        if rc == 0 {
+            let mut cpus = Vec::new();
+            for (w, &word) in mask.iter().enumerate() {
+                for b in 0..bits {
+                    if word >> b & 1 == 1 {
+                        cpus.push((w * bits + b) as u32);
+                    }
+                }
+            }
+            return Ok(cpus);
+        }
+        let e = io::Error::last_os_error();
+        // EINVAL: the kernel's mask is larger than ours.
+        if e.raw_os_error() != Some(libc::EINVAL) || words >= 1 << 16 {
+            return Err(e.to_string());
+        }
+        words *= 2;
+    }
+}
+
 /// This machine's host name as the task sees it.
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -72,6 +72,8 @@ struct Step {
     /// False with `topology=FILE`: CPUs are computed and exported, not bound.
     bind: bool,
     verbose: bool,
+    /// Time `user_init` spent on this node (topology, layout, placement).
+    elapsed: std::time::Duration,
 }
 
 fn user_options(spank: &SpankHandle) -> std::result::Result<Options, String> {
@@ -95,6 +97,13 @@ fn user_options(spank: &SpankHandle) -> std::result::Result<Options, String> {
 
 impl Lama {
     fn prepare(&self, spank: &SpankHandle) -> Step {
+        let started = std::time::Instant::now();
+        let mut st = self.decide(spank);
+        st.elapsed = started.elapsed();
+        st
+    }
+
+    fn decide(&self, spank: &SpankHandle) -> Step {
         let mut st = Step {
             host: affinity::hostname(),
             bind: self.settings.topology.is_none(),
@@ -148,13 +157,14 @@ impl Lama {
         ranks: &[u32],
     ) -> std::result::Result<Vec<TaskBinding>, String> {
         let (topo, usable) = match &self.settings.topology {
-            Some(path) => NodeTopology::from_xml_file(path).map(|t| {
-                let all = t.cpus();
-                (t, all)
-            }),
-            None => NodeTopology::this_machine_whole(),
-        }
-        .map_err(|e| e.to_string())?;
+            Some(path) => NodeTopology::from_xml_file(path)
+                .map(|t| {
+                    let all = t.cpus();
+                    (t, all)
+                })
+                .map_err(|e| e.to_string())?,
+            None => self.machine()?,
+        };
         let cores = spank
             .step_alloc_cores()
             .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
@@ -162,6 +172,46 @@ impl Lama {
         let mut cpus = cores_to_cpus(&topo, cores).map_err(|e| e.to_string())?;
         cpus.retain(|c| usable.binary_search(c).is_ok());
         place_node(&topo, &cpus, req, ranks).map_err(|e| e.to_string())
+    }
+}
+
+impl Lama {
+    fn cache_file(&self) -> Option<std::path::PathBuf> {
+        let dir = self.settings.cache.as_ref()?;
+        Some(dir.join(format!("topology-{}.xml", affinity::hostname())))
+    }
+
+    /// The whole machine and the CPUs this slurmstepd may use: from slurmd's cached XML when
+    /// there is one (fast), else probed.
+    fn machine(&self) -> std::result::Result<(NodeTopology, Vec<u32>), String> {
+        if let Some(file) = self.cache_file().filter(|f| f.is_file()) {
+            if let Ok(t) = NodeTopology::from_xml_file_whole(&file) {
+                return Ok((t, affinity::allowed()?));
+            }
+        }
+        NodeTopology::this_machine_whole().map_err(|e| e.to_string())
+    }
+
+    /// In slurmd at start-up (as root): save the machine's topology for the steps to load.
+    fn write_cache(&self) {
+        let Some(file) = self.cache_file() else {
+            return;
+        };
+        let made = match file.parent() {
+            Some(dir) => std::fs::create_dir_all(dir).map_err(|e| e.to_string()),
+            None => Ok(()),
+        };
+        if let Err(e) =
+            made.and_then(|_| NodeTopology::export_machine_xml(&file).map_err(|e| e.to_string()))
+        {
+            spank_log(
+                LogLevel::Error,
+                &format!(
+                    "lama: cannot cache the topology in {}: {e}; steps will probe the machine",
+                    file.display()
+                ),
+            );
+        }
     }
 }
 
@@ -204,6 +254,9 @@ unsafe impl Plugin for Lama {
             .plugin_argv()
             .map_err(|e| fail(&format!("plugstack.conf arguments: {e}")))?;
         self.settings = Settings::parse(&args).map_err(|e| fail(&e.to_string()))?;
+        if ctx == Context::Slurmd && self.settings.topology.is_none() {
+            self.write_cache();
+        }
         Ok(())
     }
 
@@ -284,8 +337,16 @@ unsafe impl Plugin for Lama {
         }
         if st.verbose {
             let how = if st.bind { "bound to" } else { "computed" };
+            let cost = if first {
+                format!(
+                    " (node placed in {:.2} ms)",
+                    st.elapsed.as_secs_f64() * 1000.0
+                )
+            } else {
+                String::new()
+            };
             eprintln!(
-                "lama: task {rank} on {} (node {}): {how} cpus {list} {}",
+                "lama: task {rank} on {} (node {}): {how} cpus {list} {}{cost}",
                 st.host, st.nodeid, t.picture
             );
         }

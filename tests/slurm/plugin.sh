@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# The lama SPANK plugin on the real sandbox cluster. Expected bindings come from `lama plan`,
+# expected nodes from Slurm itself (SLURM_NODEID), and affinities from /proc/self/status.
+# Usage: tests/slurm/plugin.sh LAMA_BINARY PLUGIN_SO
+#   (run from the repository; LAMA_SANDBOX and LAMA_SANDBOX_PORT name the cluster this script
+#   starts, restarts and leaves running; the caller stops it)
+# Prints one "ok - ..." or "not ok - ..." line per case, with the evidence under a failure.
+set -uo pipefail
+lama=$(realpath "$1")
+plugin=$(realpath "$2")
+top=$(cd "$(dirname "$0")/../.." && pwd)
+export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+# Rewrites the plugin's plugstack.conf line (slurmstepd and srun read it for every step).
+plugstack() { echo "$*" > "$LAMA_SANDBOX/plugstack.conf"; }
+cluster() {
+  "$top/contrib/sandbox.sh" stop >/dev/null 2>&1
+  env "$@" LAMA_SANDBOX_PLUGIN="required $plugin" "$top/contrib/sandbox.sh" start >/dev/null
+}
+run() { timeout 120 srun "$@"; }
+# Each task prints: rank, Slurm's node index, and the CPUs it may run on.
+report='echo "$SLURM_PROCID $SLURM_NODEID $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"'
+report_lama='echo "$SLURM_PROCID $SLURM_NODEID ${LAMA_CPUS:-none}"'
+# `lama plan` text as "rank node cpus" lines.
+plan_lines() { "$lama" plan "$@" | awk '/^node [0-9]+ / {n = $2} /^  rank / {print $2, n, $NF}' | sort -n; }
+
+# Whole-job plan equals the real bindings (Slurm's layout is the one the map implies).
+whole_job() {
+  local name=$1 srun_args=$2 plan_args=$3 got want
+  got=$(run $srun_args bash -c "$report" 2>"$work/err" | sort -n)
+  want=$(plan_lines --this-machine $plan_args)
+  if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "$name: real bindings equal lama plan"
+  else not_ok "$name" "srun $srun_args" "got:" "$got" "want (lama plan $plan_args):" "$want" "$(cat "$work/err")"; fi
+}
+
+# Per node: the node's ranks in ascending order get `lama plan` on one node, rank by rank.
+per_node() {
+  local name=$1 xml=$2 srun_args=$3 plan_args=$4 got want="" node ranks n i cpus
+  got=$(run $srun_args bash -c "$report_lama" 2>"$work/err" | sort -n)
+  for node in $(awk '{print $2}' <<<"$got" | sort -un); do
+    ranks=($(awk -v n="$node" '$2 == n {print $1}' <<<"$got" | sort -n))
+    n=${#ranks[@]}
+    mapfile -t cpus < <(plan_lines --topology "$xml" --np "$n" $plan_args | awk '{print $3}')
+    for ((i = 0; i < n; i++)); do want+="${ranks[i]} $node ${cpus[i]:-missing}"$'\n'; done
+  done
+  want=$(sort -n <<<"$want" | sed '/^$/d')
+  if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "$name: exported CPUs equal lama plan per node"
+  else not_ok "$name" "srun $srun_args" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+}
+
+# Every task finds in TASK_MAP the node Slurm really ran it on.
+taskmap_case() {
+  local name=$1; shift
+  local out lines agree n
+  n=$(grep -oE -- '-n ?[0-9]+' <<<"$*" | grep -oE '[0-9]+')
+  out=$(run --overcommit -N3 "$@" bash -c \
+    'echo "$SLURM_PROCID $SLURM_NODEID $('"$lama"' taskmap --nodeid=$SLURM_PROCID 2>&1) $TASK_MAP"' 2>&1)
+  lines=$(grep -cE '^[0-9]+ [0-9]+ ' <<<"$out")
+  agree=$(awk '$2 == $3' <<<"$out" | wc -l)
+  if [ "$lines" -eq "$n" ] && [ "$agree" -eq "$n" ]; then ok "TASK_MAP $name: every task decodes the node it ran on"
+  else not_ok "TASK_MAP $name: $agree of $n tasks agree" "$out"; fi
+}
+
+# A step that must not start: srun fails, the message is shown, no task printed.
+refused() {
+  local name=$1 expect=$2; shift 2
+  local out rc
+  out=$(run "$@" bash -c 'echo TASK-RAN' 2>&1); rc=$?
+  if [ $rc -ne 0 ] && grep -qF -- "$expect" <<<"$out" && ! grep -q TASK-RAN <<<"$out"; then
+    ok "$name: srun exits $rc, no task ran, message shown"
+  else not_ok "$name (rc $rc, wanted a message containing: $expect)" "$out"; fi
+}
+
+echo "# plugin on this machine's real cores"
+cluster
+whole_job "block, csbnh 1c" "-N3 -n$((3 * $(nproc))) -m block --lama-map=csbnh --lama-bind=1c" \
+  "--nodes 3 --map csbnh --bind 1c --np $((3 * $(nproc)))"
+whole_job "cyclic, ncsbh 1c" "-N3 -n$((3 * $(nproc))) -m cyclic --lama-map=ncsbh --lama-bind=1c" \
+  "--nodes 3 --map ncsbh --bind 1c --np $((3 * $(nproc)))"
+whole_job "cyclic, map-by node, bind-to socket" "-N3 -n3 -c$(nproc) -m cyclic --lama-map-by=node --lama-bind-to=socket" \
+  "--nodes 3 --map-by node --bind-to socket --np 3"
+
+hosts=$work/hosts
+printf 'n2\nn1\nn1\nn3\nn2\n' > "$hosts"
+taskmap_case "block -n5" -n5 -m block
+taskmap_case "cyclic -n5" -n5 -m cyclic
+taskmap_case "plane=2 -n7" -n7 -m plane=2
+SLURM_HOSTFILE=$hosts taskmap_case "arbitrary -n5" -n5 -m arbitrary
+
+refused "bad --lama-map" "invalid --lama-map 'csbnq'" -N1 -n1 --lama-map=csbnq
+refused "bad --lama-bind" "invalid --lama-bind '0c'" -N1 -n1 --lama-bind=0c
+refused "bad --lama-mppr" "invalid --lama-mppr '1:c,x'" -N1 -n1 --lama-mppr=1:c,x
+refused "bad --lama-order" "invalid --lama-order 'z'" -N1 -n1 --lama-order=z
+refused "bad --lama-map-by" "invalid --lama-map-by 'sockets'" -N1 -n1 --lama-map-by=sockets
+refused "bad --lama-bind-to" "invalid --lama-bind-to 'cores'" -N1 -n1 --lama-bind-to=cores
+refused "bad --lama-rank-by" "invalid --lama-rank-by 'x'" -N1 -n1 --lama-rank-by=x
+refused "expert and simple mixed" "--lama-map cannot be combined with --lama-map-by" -N1 -n1 --lama-map=csbnh --lama-map-by=core
+refused "oversubscribed" "oversubscribed after placing 1 of 2" -N1 -n2 --lama-map=csbnh --lama-bind=1c --lama-mppr=1:n
+out=$(timeout 60 sbatch -N1 -n1 --lama-bind=9x --wrap true 2>&1); rc=$?
+if [ $rc -ne 0 ] && grep -qF "invalid --lama-bind '9x'" <<<"$out"; then ok "bad option refused by sbatch at submission"
+else not_ok "bad option in sbatch (rc $rc)" "$out"; fi
+
+# Options given to sbatch reach the job's steps.
+out=$(timeout 120 sbatch -N1 -n"$(nproc)" --lama-map=csbnh --lama-bind=1c --wait -o "$work/batch.out" \
+  --wrap "srun bash -c '$report'" 2>&1)
+got=$(sort -n "$work/batch.out" | awk '{print $1, $3}')
+want=$(plan_lines --this-machine --map csbnh --bind 1c --np "$(nproc)" | awk '{print $1, $3}')
+if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "sbatch --lama-* options carried into the job's steps"
+else not_ok "sbatch options in steps" "$out" "got:" "$got" "want:" "$want"; fi
+
+# Without any --lama option the step is as without the plugin, except for TASK_MAP. Each task
+# writes its affinity and environment names to a file of its own (long lines from several tasks
+# interleave on srun's output). TMPDIR is left out: slurmstepd sets it for some tasks and not
+# others, with or without the plugin.
+probe='{ awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status; env | cut -d= -f1 | grep -vxE "TASK_MAP|TMPDIR" | sort; echo "map=${TASK_MAP:-unset}"; } > "$0/$SLURM_PROCID"'
+mkdir -p "$work/with" "$work/without" "$work/off"
+run -N3 -n6 bash -c "$probe" "$work/with" >"$work/probe.log" 2>&1
+plugstack ""
+run -N3 -n6 bash -c "$probe" "$work/without" >>"$work/probe.log" 2>&1
+plugstack "required $plugin"
+run -N3 -n6 --lama-off bash -c "$probe" "$work/off" >>"$work/probe.log" 2>&1
+body() { for f in "$1"/*; do echo "task $(basename "$f")"; grep -v '^map=' "$f"; done; }
+maps=$(cat "$work"/with/* | grep -cxF 'map={"version":1,"map":[[0,3,2,1]]}')
+unset_maps=$(cat "$work"/without/* | grep -cx 'map=unset')
+if [ "$maps" -eq 6 ] && [ "$unset_maps" -eq 6 ] && [ "$(body "$work/with")" = "$(body "$work/without")" ] \
+  && diff -r "$work/off" "$work/without" >/dev/null; then
+  ok "no --lama option: same affinity and environment as without the plugin, plus TASK_MAP; --lama-off: as without"
+else not_ok "default step differs ($maps TASK_MAPs with, $unset_maps unset without)" \
+  "$(diff <(body "$work/with") <(body "$work/without"))" "$(diff -r "$work/off" "$work/without")"; fi
+
+echo "# plugin with plugstack.conf topology=FILE on two real-machine XMLs (computed, not bound)"
+x1=$top/tests/topologies/32em64t-2n8c2t-pci-normalio.xml
+cluster LAMA_SANDBOX_TOPOLOGY="$x1"
+plugstack "required $plugin topology=$x1"
+per_node "2x8x2 Intel, block, csbnh 1c" "$x1" "-N2 -n16 -c4 -m block --lama-map=csbnh --lama-bind=1c" "--map csbnh --bind 1c"
+per_node "2x8x2 Intel, cyclic, sbnch 2c mppr 1:c" "$x1" "-N2 -n16 -c4 -m cyclic --lama-map=sbnch --lama-bind=2c --lama-mppr=1:c" "--map sbnch --bind 2c --mppr 1:c"
+x2=$top/tests/topologies/64amd64-4s2n4ca2co.fsroot.xml
+cluster LAMA_SANDBOX_TOPOLOGY="$x2"
+plugstack "required $plugin topology=$x2"
+per_node "4-socket AMD, map-by numa bind-to l3cache" "$x2" "-N2 -n8 -c16 -m block --lama-map-by=numa --lama-bind-to=l3cache" "--map-by numa --bind-to l3cache"
+per_node "4-socket AMD, plane=3, NsL3cbnh 1c" "$x2" "-N2 -n16 -c8 -m plane=3 --lama-map=NsL3cbnh --lama-bind=1c" "--map NsL3cbnh --bind 1c"
+
+echo "# plugin under cgroups (ConstrainCores=yes): a step with part of the node"
+cluster LAMA_SANDBOX_CGROUP=1
+cpuset='cat /sys/fs/cgroup/cpuset$(awk -F: "\$2 == \"cpuset\" {print \$3}" /proc/self/cgroup)/cpuset.cpus'
+out=$(timeout 120 salloc -N1 -n"$(nproc)" bash -c "
+  srun -n1 --exact sleep 4 & sleep 1.5
+  srun -n1 --exact --lama-map=csbnh --lama-bind=1c bash -c 'echo \"bound \$(awk \"/^Cpus_allowed_list/ {print \\\$2}\" /proc/self/status) cpuset \$($cpuset) lama \$LAMA_CPUS\"'
+  wait" 2>&1)
+line=$(grep '^bound ' <<<"$out")
+read -r _ bound _ set _ lcpus <<<"$line"
+if [ -n "$line" ] && [ "$bound" = "$set" ] && [ "$lcpus" = "$set" ] && [ "$set" != "0-$(($(nproc) - 1))" ]; then
+  ok "cgroup step on part of the node: bound to $bound, inside its cpuset $set"
+else not_ok "cgroup step" "$out"; fi
