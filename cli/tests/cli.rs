@@ -409,3 +409,26 @@ fn taskmap_from_slurm_environment_and_flags() {
     let o = lama(&["taskmap", "--from-slurm"], &[]);
     assert!(!o.status.success());
 }
+
+#[test]
+fn missing_or_broken_topology_files_are_errors_not_crashes() {
+    let dir = std::env::temp_dir().join(format!("lama-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let missing = dir.join("missing.xml");
+    let broken = dir.join("broken.xml");
+    std::fs::write(&broken, "not xml at all").expect("write");
+    for (path, says) in [
+        (&missing, "No such file"),
+        (&broken, "cannot load topology"),
+    ] {
+        let o = lama(
+            &["plan", "--topology", path.to_str().expect("utf-8 path")],
+            &[],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

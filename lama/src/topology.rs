@@ -114,9 +114,10 @@ impl NodeTopology {
     /// Loads an hwloc XML file (I/O objects kept, for device locality).
     pub fn from_xml_file(path: &Path) -> Result<NodeTopology, TopologyError> {
         let name = path.display().to_string();
+        let xml = read_xml(path)?;
         let topo = load_err(&name, || {
             Topology::builder()
-                .from_xml_file(path)
+                .from_xml(&xml)
                 .map_err(|e| e.to_string())?
                 .with_io_type_filter(TypeFilter::KeepImportant)
                 .map_err(|e| e.to_string())?
@@ -193,9 +194,10 @@ impl NodeTopology {
     /// fast path for a machine exported by [`NodeTopology::export_machine_xml`]).
     pub fn from_xml_file_whole(path: &Path) -> Result<NodeTopology, TopologyError> {
         let name = path.display().to_string();
+        let xml = read_xml(path)?;
         let topo = load_err(&name, || {
             Topology::builder()
-                .from_xml_file(path)
+                .from_xml(&xml)
                 .map_err(|e| e.to_string())?
                 .with_flags(BuildFlags::INCLUDE_DISALLOWED)
                 .map_err(|e| e.to_string())?
@@ -467,6 +469,24 @@ impl NodeTopology {
         }
         out
     }
+}
+
+/// Reads an XML file ourselves: hwlocality panics when hwloc cannot open a file it is given by
+/// path, and the plugin must never panic inside slurmstepd.
+fn read_xml(path: &Path) -> Result<String, TopologyError> {
+    let err = |reason: String| TopologyError::Load {
+        source_name: path.display().to_string(),
+        reason,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
+    // hwloc takes the length as a C int.
+    if meta.len() > i32::MAX as u64 / 2 {
+        return Err(err(format!(
+            "{} bytes is too large for hwloc XML",
+            meta.len()
+        )));
+    }
+    std::fs::read_to_string(path).map_err(|e| err(e.to_string()))
 }
 
 fn load_err(

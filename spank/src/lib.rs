@@ -274,16 +274,28 @@ unsafe impl Plugin for Lama {
         if spank.job_stepid()? >= FIRST_SPECIAL_STEP {
             return Ok(());
         }
-        self.step = Some(match user_options(spank) {
+        let st = match user_options(spank) {
             Ok(u) => {
                 self.user = u;
-                self.prepare(spank)
+                // A panic here (a bug, in lama or a library) must fail the step cleanly rather
+                // than poison the crate's global state for every later callback.
+                let this = &*self;
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| this.prepare(spank)))
+                    .unwrap_or_else(|_| Step {
+                        failure: Some("internal error while placing (a bug in lama)".into()),
+                        ..Step::default()
+                    })
             }
             Err(e) => Step {
                 failure: Some(e),
                 ..Step::default()
             },
-        });
+        };
+        // For the admin, in slurmd's log; the user sees it from task_init on the step's stderr.
+        if let Some(f) = &st.failure {
+            spank_log(LogLevel::Error, &format!("lama: no task started: {f}"));
+        }
+        self.step = Some(st);
         Ok(())
     }
 

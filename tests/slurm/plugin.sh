@@ -100,6 +100,9 @@ refused "bad --lama-bind-to" "invalid --lama-bind-to 'cores'" -N1 -n1 --lama-bin
 refused "bad --lama-rank-by" "invalid --lama-rank-by 'x'" -N1 -n1 --lama-rank-by=x
 refused "expert and simple mixed" "--lama-map cannot be combined with --lama-map-by" -N1 -n1 --lama-map=csbnh --lama-map-by=core
 refused "oversubscribed" "oversubscribed after placing 1 of 2" -N1 -n2 --lama-map=csbnh --lama-bind=1c --lama-mppr=1:n
+plugstack "required $plugin topology=$work/missing.xml"
+refused "unreadable topology=FILE" "missing.xml" -N1 -n1 --lama-bind=1c
+plugstack "required $plugin"
 out=$(timeout 60 sbatch -N1 -n1 --lama-bind=9x --wrap true 2>&1); rc=$?
 if [ $rc -ne 0 ] && grep -qF "invalid --lama-bind '9x'" <<<"$out"; then ok "bad option refused by sbatch at submission"
 else not_ok "bad option in sbatch (rc $rc)" "$out"; fi
