@@ -113,18 +113,28 @@ impl NodeTopology {
 
     /// Loads an hwloc XML file (I/O objects kept, for device locality).
     pub fn from_xml_file(path: &Path) -> Result<NodeTopology, TopologyError> {
+        NodeTopology::load_xml(path, false)
+    }
+
+    /// `whole`: every CPU the file lists, allowed or not, and no I/O objects; otherwise allowed
+    /// CPUs only, with I/O objects.
+    fn load_xml(path: &Path, whole: bool) -> Result<NodeTopology, TopologyError> {
         let name = path.display().to_string();
         let xml = read_xml(path)?;
         let topo = load_err(&name, || {
-            Topology::builder()
+            let b = Topology::builder()
                 .from_xml(&xml)
-                .map_err(|e| e.to_string())?
-                .with_io_type_filter(TypeFilter::KeepImportant)
-                .map_err(|e| e.to_string())?
-                .build()
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            let b = if whole {
+                b.with_flags(BuildFlags::INCLUDE_DISALLOWED)
+                    .map_err(|e| e.to_string())?
+            } else {
+                b.with_io_type_filter(TypeFilter::KeepImportant)
+                    .map_err(|e| e.to_string())?
+            };
+            b.build().map_err(|e| e.to_string())
         })?;
-        NodeTopology::from_hwloc(&topo, &name)
+        NodeTopology::convert(&topo, &name, !whole)
     }
 
     /// Builds a topology from an hwloc synthetic description such as `pack:2 core:4 pu:2`.
@@ -151,13 +161,7 @@ impl NodeTopology {
     /// over the whole node), and returns it with the CPUs this process may use (OS indexes,
     /// ascending).
     pub fn this_machine_whole() -> Result<(NodeTopology, Vec<u32>), TopologyError> {
-        let topo = load_err("this machine", || {
-            Topology::builder()
-                .with_flags(BuildFlags::INCLUDE_DISALLOWED)
-                .map_err(|e| e.to_string())?
-                .build()
-                .map_err(|e| e.to_string())
-        })?;
+        let topo = whole_machine()?;
         let node = NodeTopology::convert(&topo, "this machine", false)?;
         let allowed = topo
             .allowed_cpuset()
@@ -174,13 +178,7 @@ impl NodeTopology {
             source_name: path.display().to_string(),
             reason,
         };
-        let topo = load_err("this machine", || {
-            Topology::builder()
-                .with_flags(BuildFlags::INCLUDE_DISALLOWED)
-                .map_err(|e| e.to_string())?
-                .build()
-                .map_err(|e| e.to_string())
-        })?;
+        let topo = whole_machine()?;
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         topo.export_xml_file(Some(&tmp), XMLExportFlags::empty())
             .map_err(|e| err(format!("cannot write {}: {e}", tmp.display())))?;
@@ -193,18 +191,7 @@ impl NodeTopology {
     /// Loads an hwloc XML file with every CPU it lists, allowed or not, and no I/O objects (the
     /// fast path for a machine exported by [`NodeTopology::export_machine_xml`]).
     pub fn from_xml_file_whole(path: &Path) -> Result<NodeTopology, TopologyError> {
-        let name = path.display().to_string();
-        let xml = read_xml(path)?;
-        let topo = load_err(&name, || {
-            Topology::builder()
-                .from_xml(&xml)
-                .map_err(|e| e.to_string())?
-                .with_flags(BuildFlags::INCLUDE_DISALLOWED)
-                .map_err(|e| e.to_string())?
-                .build()
-                .map_err(|e| e.to_string())
-        })?;
-        NodeTopology::convert(&topo, &name, false)
+        NodeTopology::load_xml(path, true)
     }
 
     /// Converts a loaded hwloc topology, keeping only PUs that are both present and allowed.
@@ -469,6 +456,17 @@ impl NodeTopology {
         }
         out
     }
+}
+
+/// This machine with the CPUs this process may not use (Slurm numbers cores over the whole node).
+fn whole_machine() -> Result<Topology, TopologyError> {
+    load_err("this machine", || {
+        Topology::builder()
+            .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+            .map_err(|e| e.to_string())?
+            .build()
+            .map_err(|e| e.to_string())
+    })
 }
 
 /// Reads an XML file ourselves: hwlocality panics when hwloc cannot open a file it is given by
