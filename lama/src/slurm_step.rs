@@ -124,33 +124,33 @@ impl Options {
         true
     }
 
-    fn expert_names(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        for (set, n) in [
-            (&self.map, "map"),
-            (&self.bind, "bind"),
-            (&self.mppr, "mppr"),
-            (&self.order, "order"),
-        ] {
-            if set.is_some() {
-                v.push(n);
-            }
+    /// The value of a placement option (`None` for `np`, which is never an option here).
+    fn value(&self, input: Input) -> Option<&str> {
+        match input {
+            Input::Map => self.map.as_deref(),
+            Input::Bind => self.bind.as_deref(),
+            Input::Mppr => self.mppr.as_deref(),
+            Input::Order => self.order.as_deref(),
+            Input::MapBy => self.map_by.as_deref(),
+            Input::BindTo => self.bind_to.as_deref(),
+            Input::RankBy => self.rank_by.as_deref(),
+            Input::Np => None,
         }
-        v
+    }
+
+    fn given(&self, kind: &[Input]) -> Vec<&'static str> {
+        kind.iter()
+            .filter(|&&i| self.value(i).is_some())
+            .map(|i| i.name())
+            .collect()
+    }
+
+    fn expert_names(&self) -> Vec<&'static str> {
+        self.given(&EXPERT)
     }
 
     fn simple_names(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        for (set, n) in [
-            (&self.map_by, "map-by"),
-            (&self.bind_to, "bind-to"),
-            (&self.rank_by, "rank-by"),
-        ] {
-            if set.is_some() {
-                v.push(n);
-            }
-        }
-        v
+        self.given(&SIMPLE)
     }
 
     /// Whether any option other than `off` was given.
@@ -161,6 +161,9 @@ impl Options {
             || !self.simple_names().is_empty()
     }
 }
+
+const EXPERT: [Input; 4] = [Input::Map, Input::Bind, Input::Mppr, Input::Order];
+const SIMPLE: [Input; 3] = [Input::MapBy, Input::BindTo, Input::RankBy];
 
 /// When placement applies (`apply=` in `plugstack.conf`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,11 +280,12 @@ impl Settings {
                 }
                 _ => {
                     let is_value_option = OPTIONS.iter().any(|o| o.name == key && o.arg.is_some());
-                    if !is_value_option || !s.defaults.set(key, Some(value)) {
+                    if !is_value_option {
                         return Err(StepError::Setting(format!(
                             "unknown argument '{key}'; valid keys: {SETTING_KEYS}"
                         )));
                     }
+                    s.defaults.set(key, Some(value));
                 }
             }
         }
@@ -337,45 +341,23 @@ impl Settings {
         };
         build(&merged, np).map(Some).map_err(|e| {
             let mut msg = e.message("--lama-");
-            let from_default = |v: &Option<String>, u: &Option<String>| v.is_some() && u.is_none();
-            let mut used = Vec::new();
-            for (name, v, u) in [
-                ("map", &merged.map, &user.map),
-                ("bind", &merged.bind, &user.bind),
-                ("mppr", &merged.mppr, &user.mppr),
-                ("order", &merged.order, &user.order),
-                ("map-by", &merged.map_by, &user.map_by),
-                ("bind-to", &merged.bind_to, &user.bind_to),
-                ("rank-by", &merged.rank_by, &user.rank_by),
-            ] {
-                if from_default(v, u) {
-                    used.push(format!("{name}={}", v.as_deref().unwrap_or("")));
-                }
-            }
+            let used: Vec<String> = EXPERT
+                .iter()
+                .chain(&SIMPLE)
+                .filter(|&&i| user.value(i).is_none())
+                .filter_map(|&i| merged.value(i).map(|v| format!("{}={v}", i.name())))
+                .collect();
             if !used.is_empty() {
                 msg.push_str(&format!(
                     " (this cluster's defaults from plugstack.conf: {})",
                     used.join(" ")
                 ));
             }
-            if e.input != Input::Np && !user_gave(user, e.input) {
+            if e.input != Input::Np && user.value(e.input).is_none() {
                 msg = msg.replacen("--lama-", "plugstack.conf default ", 1);
             }
             StepError::Option(msg)
         })
-    }
-}
-
-fn user_gave(user: &Options, input: Input) -> bool {
-    match input {
-        Input::Map => user.map.is_some(),
-        Input::Bind => user.bind.is_some(),
-        Input::Mppr => user.mppr.is_some(),
-        Input::Order => user.order.is_some(),
-        Input::MapBy => user.map_by.is_some(),
-        Input::BindTo => user.bind_to.is_some(),
-        Input::RankBy => user.rank_by.is_some(),
-        Input::Np => false,
     }
 }
 

@@ -140,7 +140,7 @@ impl Lama {
             Ok(None) => {}
             Ok(Some(req)) => {
                 st.placing = true;
-                match self.place(spank, &req, &ranks) {
+                match self.place(spank, &req, &ranks, &st.host) {
                     Ok(tasks) => st.tasks = tasks,
                     Err(e) => st.failure = Some(e),
                 }
@@ -155,6 +155,7 @@ impl Lama {
         spank: &SpankHandle,
         req: &lama::Request,
         ranks: &[u32],
+        host: &str,
     ) -> std::result::Result<Vec<TaskBinding>, String> {
         let (topo, usable) = match &self.settings.topology {
             Some(path) => NodeTopology::from_xml_file(path)
@@ -163,7 +164,7 @@ impl Lama {
                     (t, all)
                 })
                 .map_err(|e| e.to_string())?,
-            None => self.machine()?,
+            None => self.machine(host)?,
         };
         let cores = spank
             .step_alloc_cores()
@@ -176,15 +177,15 @@ impl Lama {
 }
 
 impl Lama {
-    fn cache_file(&self) -> Option<std::path::PathBuf> {
+    fn cache_file(&self, host: &str) -> Option<std::path::PathBuf> {
         let dir = self.settings.cache.as_ref()?;
-        Some(dir.join(format!("topology-{}.xml", affinity::hostname())))
+        Some(dir.join(format!("topology-{host}.xml")))
     }
 
     /// The whole machine and the CPUs this slurmstepd may use: from slurmd's cached XML when
     /// there is one (fast), else probed.
-    fn machine(&self) -> std::result::Result<(NodeTopology, Vec<u32>), String> {
-        if let Some(file) = self.cache_file().filter(|f| f.is_file()) {
+    fn machine(&self, host: &str) -> std::result::Result<(NodeTopology, Vec<u32>), String> {
+        if let Some(file) = self.cache_file(host).filter(|f| f.is_file()) {
             if let Ok(t) = NodeTopology::from_xml_file_whole(&file) {
                 return Ok((t, affinity::allowed()?));
             }
@@ -194,7 +195,7 @@ impl Lama {
 
     /// In slurmd at start-up (as root): save the machine's topology for the steps to load.
     fn write_cache(&self) {
-        let Some(file) = self.cache_file() else {
+        let Some(file) = self.cache_file(&affinity::hostname()) else {
             return;
         };
         let made = match file.parent() {
