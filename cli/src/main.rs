@@ -1,5 +1,6 @@
 //! `lama`: preview LAMA placements and convert task maps.
 
+mod hostfile;
 mod plan;
 mod taskmap;
 
@@ -21,6 +22,8 @@ enum Cmd {
     Plan(plan::PlanArgs),
     /// Convert and query task maps (RFC 34, raw, PMI), or compute the current Slurm step's map.
     Taskmap(taskmap::TaskmapArgs),
+    /// Expand relative host indexes (+n#, +e:#) into a SLURM_HOSTFILE for `srun -m arbitrary`.
+    Hostfile(hostfile::HostfileArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,5 +69,6 @@ fn main() -> ExitCode {
             plan::run(a, sub)
         }
         Cmd::Taskmap(a) => taskmap::run(a),
+        Cmd::Hostfile(a) => hostfile::run(a),
     }
 }

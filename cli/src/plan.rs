@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{ArgMatches, Args, ValueEnum};
+use lama::hostfile::slurm_hostfile;
+use lama::slurm_layout::expand_hostlist;
 use lama::spec::{Expert, Request, Simple};
 use lama::taskmap::{rfc34, TaskMap};
 use lama::{idset, plan, NodeTopology, Plan};
@@ -60,9 +62,34 @@ pub struct PlanArgs {
     /// Only these CPUs (hwloc cpulist, OS indexes) on every node, e.g. 0-3,8-11.
     #[arg(long, value_name = "CPULIST")]
     restrict: Option<String>,
+    /// Also write every rank's host, one per line, for `SLURM_HOSTFILE=FILE srun -m arbitrary`.
+    #[arg(long, value_name = "FILE")]
+    slurm_hostfile: Option<PathBuf>,
+    /// The job's hosts in node order for --slurm-hostfile (default: SLURM_JOB_NODELIST).
+    #[arg(long, value_name = "HOSTLIST", requires = "slurm_hostfile")]
+    nodelist: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+}
+
+/// The host names --slurm-hostfile writes, from --nodelist or the running job.
+fn job_hosts(a: &PlanArgs) -> Result<Option<Vec<String>>, String> {
+    if a.slurm_hostfile.is_none() {
+        return Ok(None);
+    }
+    let list = match &a.nodelist {
+        Some(l) => l.clone(),
+        None => std::env::var("SLURM_JOB_NODELIST")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .ok_or("--slurm-hostfile needs the job's host names: run inside a Slurm job or give --nodelist HOSTLIST")?,
+    };
+    let hosts = expand_hostlist(&list).map_err(|e| format!("--nodelist: {e}"))?;
+    if hosts.is_empty() {
+        return Err(format!("--nodelist '{list}' names no host"));
+    }
+    Ok(Some(hosts))
 }
 
 pub fn print_json_error(kind: &str, message: &str, counts: Option<(usize, usize)>) {
@@ -173,12 +200,16 @@ fn load(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<NodeTopology>, Strin
 }
 
 /// Node models and, per node of the job, which model it uses.
-pub fn job_nodes(
+///
+/// One topology without `--nodes` stands for every host of `hosts` when they are known.
+fn job_nodes(
     a: &PlanArgs,
     m: Option<&ArgMatches>,
+    hosts: Option<&[String]>,
 ) -> Result<(Vec<NodeTopology>, Vec<usize>), String> {
     let models = load(a, m)?;
-    let per_node = match (models.len(), a.nodes) {
+    let nodes = a.nodes.or(hosts.map(|h| h.len()));
+    let per_node = match (models.len(), nodes) {
         (1, Some(0)) => return Err("--nodes must be at least 1".into()),
         (1, Some(n)) => vec![0; n],
         (k, Some(n)) if n != k => {
@@ -186,6 +217,13 @@ pub fn job_nodes(
         }
         (k, _) => (0..k).collect(),
     };
+    if let Some(h) = hosts.filter(|h| h.len() < per_node.len()) {
+        return Err(format!(
+            "the plan has {} nodes but the job's node list has {} host(s)",
+            per_node.len(),
+            h.len()
+        ));
+    }
     Ok((models, per_node))
 }
 
@@ -194,7 +232,11 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(a.format, "invalid-option", &e, None),
     };
-    let (models, per_node) = match job_nodes(&a, m) {
+    let hosts = match job_hosts(&a) {
+        Ok(h) => h,
+        Err(e) => return fail(a.format, "invalid-option", &e, None),
+    };
+    let (models, per_node) = match job_nodes(&a, m, hosts.as_deref()) {
         Ok(x) => x,
         Err(e) => return fail(a.format, "invalid-option", &e, None),
     };
@@ -211,6 +253,17 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
             return fail(a.format, e.kind(), &e.to_string(), counts);
         }
     };
+    if let (Some(path), Some(hosts)) = (&a.slurm_hostfile, &hosts) {
+        let written = slurm_hostfile(hosts, &p.node_of_ranks())
+            .map_err(|e| e.to_string())
+            .and_then(|text| {
+                std::fs::write(path, text)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            });
+        if let Err(e) = written {
+            return fail(a.format, "io", &e, None);
+        }
+    }
     match a.format {
         Format::Json => println!("{}", to_json(&p, &nodes, &req)),
         Format::Text => print!("{}", to_text(&p, &nodes, &req)),

@@ -1,5 +1,5 @@
 //! LAMA (Locality Aware Mapping Algorithm) task placement on hwloc topologies, task maps
-//! (Flux RFC 34, raw, PMI) and Slurm step layouts.
+//! (Flux RFC 34, raw, PMI), Slurm step layouts and host files for Slurm's arbitrary distribution.
 //!
 //! Placement is a pure function: [`mapper::plan`] takes node topologies and a [`spec::Request`]
 //! and returns a [`mapper::Plan`]. hwloc is read only in [`topology`]; nothing here binds,
@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+pub mod hostfile;
 pub mod idset;
 pub mod level;
 pub mod topology;
