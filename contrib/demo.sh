@@ -19,11 +19,16 @@ esac
 contrib/deps.sh
 cargo build --release --quiet -p lama-spank -p lama-cli
 plugin=$top/target/release/liblama_spank.so
+lama=$top/target/release/lama
 xml=$top/tests/topologies/32em64t-2n8c2t-pci-normalio.xml
 export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
 # Runs a command shown as typed; srun --label output is sorted by task so each task's lines
 # (its binding on stderr, its report on stdout) stay together.
-show() { echo; echo "\$ $*"; "$@" 2>&1 | sort -n -s -k1,1; }
+# salloc's progress messages are left out.
+show() {
+  echo; echo "\$ $*"
+  "$@" 2>&1 | grep -vE '^salloc: (Pending|job [0-9]+ (queued|has been allocated)|Granted|Relinquishing|Job allocation [0-9]+ has been revoked)' | sort -n -s -k1,1
+}
 task='echo "on $(hostname): Cpus_allowed_list $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)  LAMA_CPUS=$LAMA_CPUS"; [ "$SLURM_PROCID" = 0 ] && echo "TASK_MAP=$TASK_MAP"; true'
 
 contrib/sandbox.sh stop >/dev/null 2>&1 || true
@@ -32,6 +37,16 @@ echo "==    its hwloc XML (plugstack.conf topology=...), so CPUs are computed an
 LAMA_SANDBOX_TOPOLOGY=$xml LAMA_SANDBOX_PLUGIN="required $plugin topology=$xml" contrib/sandbox.sh start
 # -c8: 4 tasks x 8 CPUs, so that the step gets every core of each 32-PU node.
 show srun -N3 -n12 -c8 --label --lama-map=sbnch --lama-bind=1c --lama-verbose bash -c '[ "$SLURM_PROCID" = 0 ] && echo "TASK_MAP=$TASK_MAP"; true'
+echo
+echo "# A whole-job plan decides the nodes too: lama plan writes each rank's host (sbnch, at most 2"
+echo "# per socket, so ranks go 2 per node round the nodes), srun -m arbitrary follows that file:"
+cat > "$LAMA_SANDBOX/plan-job.sh" <<EOF
+$lama plan --topology $xml --map sbnch --mppr 2:s --bind 1c --slurm-hostfile $LAMA_SANDBOX/plan.hosts >/dev/null
+echo "hosts: \$(tr '\n' ' ' < $LAMA_SANDBOX/plan.hosts)"
+SLURM_HOSTFILE=$LAMA_SANDBOX/plan.hosts srun -m arbitrary -n 12 --whole --label --lama-map=sbnch --lama-mppr=2:s --lama-bind=1c --lama-verbose true
+EOF
+sed 's/^/#   /' "$LAMA_SANDBOX/plan-job.sh"
+show salloc -N3 --exclusive bash "$LAMA_SANDBOX/plan-job.sh"
 contrib/sandbox.sh stop >/dev/null
 
 echo
@@ -42,6 +57,16 @@ show srun -N3 -n$((3 * cpus)) -m cyclic --label --lama-map=ncsbh --lama-bind=1c 
 echo
 echo "# Without a --lama option the plugin only exports TASK_MAP (plane=2 layout here):"
 show srun -N3 -n$((3 * cpus)) -m plane=2 --label bash -c "$task"
+echo
+echo "# Relative host indexes: one task on the last node (+n2), the first node no entry used (+e:1,"
+echo "# with all its slots), n2 by name; lama hostfile turns them into the host file srun follows:"
+cat > "$LAMA_SANDBOX/layout-job.sh" <<EOF
+$lama hostfile --host '+n2 slots=1,+e:1,n2 slots=1' > $LAMA_SANDBOX/layout.hosts
+echo "hosts: \$(tr '\n' ' ' < $LAMA_SANDBOX/layout.hosts)"
+SLURM_HOSTFILE=$LAMA_SANDBOX/layout.hosts srun -m arbitrary -n \$(wc -l < $LAMA_SANDBOX/layout.hosts) --whole --label --lama-map=csbnh --lama-bind=1c bash -c '$task'
+EOF
+sed 's/^/#   /' "$LAMA_SANDBOX/layout-job.sh"
+show salloc -N3 --exclusive bash "$LAMA_SANDBOX/layout-job.sh"
 echo
 echo "# A bad value stops srun before anything starts:"
 show srun -N1 -n1 --lama-bind=2q true || echo "(srun exited $?)"

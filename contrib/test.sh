@@ -20,6 +20,7 @@ LAMA_SANDBOX_PLUGIN="required $PWD/target/debug/liblama_spank.so" contrib/sandbo
 export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
 tests/slurm/layouts.sh target/debug/lama | tee -a "$log"
 tests/slurm/plugin.sh target/debug/lama target/debug/liblama_spank.so | tee -a "$log"
+tests/slurm/hostfile.sh target/debug/lama target/debug/liblama_spank.so | tee -a "$log"
 
 # One closing line with the totals of every test binary and cluster test.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }

@@ -13,20 +13,10 @@ export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
-# Rewrites the plugin's plugstack.conf line (slurmstepd and srun read it for every step).
-plugstack() { echo "$*" > "$LAMA_SANDBOX/plugstack.conf"; }
-cluster() {
-  "$top/contrib/sandbox.sh" stop >/dev/null 2>&1
-  env "$@" LAMA_SANDBOX_PLUGIN="required $plugin" "$top/contrib/sandbox.sh" start >/dev/null
-}
-run() { timeout 120 srun "$@"; }
+source "$top/tests/slurm/lib.sh"
 # Each task prints: rank, Slurm's node index, and the CPUs it may run on.
 report='echo "$SLURM_PROCID $SLURM_NODEID $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"'
 report_lama='echo "$SLURM_PROCID $SLURM_NODEID ${LAMA_CPUS:-none}"'
-# `lama plan` text as "rank node cpus" lines.
-plan_lines() { "$lama" plan "$@" | awk '/^node [0-9]+ / {n = $2} /^  rank / {print $2, n, $NF}' | sort -n; }
 
 # Whole-job plan equals the real bindings (Slurm's layout is the one the map implies).
 whole_job() {
