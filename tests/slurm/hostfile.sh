@@ -5,13 +5,7 @@
 # Usage: tests/slurm/hostfile.sh LAMA_BINARY PLUGIN_SO   (restarts the cluster; the caller stops it)
 # Prints one "ok - ..." or "not ok - ..." line per case, with the evidence under a failure.
 set -uo pipefail
-lama=$(realpath "$1")
-plugin=$(realpath "$2")
-top=$(cd "$(dirname "$0")/../.." && pwd)
-export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "$top/tests/slurm/lib.sh"
+source "$(dirname "$0")/lib.sh" "$@"
 
 # Each task writes: rank, host, real affinity, LAMA_CPUS, TASK_MAP.
 cat > "$work/task.sh" <<'EOF'

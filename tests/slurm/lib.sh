@@ -1,5 +1,13 @@
-# Shared by the cluster tests: TAP-like result lines, the sandbox cluster, `lama plan` as lines.
-# Needs $lama, $plugin and $top set, and LAMA_SANDBOX naming the cluster.
+# Shared by the cluster tests, sourced with their arguments (LAMA_BINARY PLUGIN_SO): sets $lama,
+# $plugin, $top (the repository) and $work (a scratch directory removed on exit), points Slurm's
+# commands at the sandbox named by LAMA_SANDBOX, and defines TAP-like result lines, cluster
+# restarts and `lama plan` as lines.
+lama=$(realpath "$1")
+plugin=$(realpath "$2")
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }

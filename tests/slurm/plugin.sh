@@ -6,14 +6,7 @@
 #   starts, restarts and leaves running; the caller stops it)
 # Prints one "ok - ..." or "not ok - ..." line per case, with the evidence under a failure.
 set -uo pipefail
-lama=$(realpath "$1")
-plugin=$(realpath "$2")
-top=$(cd "$(dirname "$0")/../.." && pwd)
-export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-source "$top/tests/slurm/lib.sh"
+source "$(dirname "$0")/lib.sh" "$@"
 # Each task prints: rank, Slurm's node index, and the CPUs it may run on.
 report='echo "$SLURM_PROCID $SLURM_NODEID $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"'
 report_lama='echo "$SLURM_PROCID $SLURM_NODEID ${LAMA_CPUS:-none}"'
