@@ -10,6 +10,7 @@
 pub mod hostfile;
 pub mod idset;
 pub mod level;
+pub mod locality;
 pub mod topology;
 
 pub use level::Level;

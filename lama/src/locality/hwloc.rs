@@ -1,0 +1,308 @@
+//! Reading a node's places, NUMA latencies and devices from hwloc (the only hwloc code here).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use hwlocality::object::attributes::ObjectAttributes;
+use hwlocality::object::types::{OSDeviceType, ObjectType};
+use hwlocality::object::TopologyObject;
+use hwlocality::topology::builder::{BuildFlags, TypeFilter};
+use hwlocality::Topology;
+
+use super::{Device, Kind, Locality, LocalityError, Numa, Place, Vendor};
+
+fn cpus_of(obj: &TopologyObject) -> Vec<u32> {
+    obj.cpuset()
+        .map(|s| s.iter_set().map(|i| usize::from(i) as u32).collect())
+        .unwrap_or_default()
+}
+
+fn kind_name(t: ObjectType) -> String {
+    match t {
+        ObjectType::L1Cache => "L1".into(),
+        ObjectType::L2Cache => "L2".into(),
+        ObjectType::L3Cache => "L3".into(),
+        other => other.to_string(),
+    }
+}
+
+fn text(s: Option<&std::ffi::CStr>) -> String {
+    s.map(|c| c.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// What an OS device is: `None` for storage, DMA, memory, and DRM display nodes (`card0`,
+/// `renderD128`: the compute GPU behind them has its own CUDA/RSMI/Level Zero/OpenCL device).
+fn classify(
+    ty: OSDeviceType,
+    subtype: &str,
+    name: &str,
+    pci_vendor: Option<u16>,
+) -> Option<(Kind, Vendor)> {
+    match ty {
+        OSDeviceType::Network | OSDeviceType::OpenFabrics => Some((Kind::Nic, Vendor::Other)),
+        OSDeviceType::GPU | OSDeviceType::CoProcessor => {
+            if name.starts_with("card")
+                || name.starts_with("renderD")
+                || name.starts_with("controlD")
+            {
+                return None;
+            }
+            let by_name = |n: &str| {
+                if n.starts_with("cuda")
+                    || n.starts_with("nvml")
+                    || subtype == "CUDA"
+                    || subtype == "NVML"
+                {
+                    Vendor::Nvidia
+                } else if n.starts_with("rsmi") || subtype == "RSMI" {
+                    Vendor::Amd
+                } else if n.starts_with("ze") || subtype == "LevelZero" {
+                    Vendor::Intel
+                } else {
+                    Vendor::Other
+                }
+            };
+            let vendor = match pci_vendor {
+                Some(0x10de) => Vendor::Nvidia,
+                Some(0x1002) => Vendor::Amd,
+                Some(0x8086) => Vendor::Intel,
+                _ => by_name(name),
+            };
+            Some((Kind::Gpu, vendor))
+        }
+        _ => None,
+    }
+}
+
+/// Preference for the name a device is shown and exported by.
+fn name_rank(kind: Kind, ty: OSDeviceType, name: &str) -> u32 {
+    match kind {
+        Kind::Nic => u32::from(ty != OSDeviceType::OpenFabrics),
+        Kind::Gpu => ["cuda", "rsmi", "ze", "nvml", "ve", "opencl"]
+            .iter()
+            .position(|p| name.starts_with(p))
+            .unwrap_or(9) as u32,
+    }
+}
+
+fn trailing_number(name: &str, prefix: &str) -> Option<u32> {
+    name.strip_prefix(prefix)?.parse().ok()
+}
+
+impl Locality {
+    /// Loads an hwloc XML file with its I/O devices.
+    pub fn from_xml_file(path: &Path) -> Result<Locality, LocalityError> {
+        let name = path.display().to_string();
+        let err = |reason: String| LocalityError::Load {
+            source_name: name.clone(),
+            reason,
+        };
+        let xml = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let topo = Topology::builder()
+            .from_xml(&xml)
+            .map_err(|e| err(e.to_string()))?
+            .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+            .map_err(|e| err(e.to_string()))?
+            .with_io_type_filter(TypeFilter::KeepImportant)
+            .map_err(|e| err(e.to_string()))?
+            .build()
+            .map_err(|e| err(e.to_string()))?;
+        Ok(Locality::from_hwloc(&topo))
+    }
+
+    /// Probes this machine with its I/O devices.
+    pub fn this_machine() -> Result<Locality, LocalityError> {
+        let err = |reason: String| LocalityError::Load {
+            source_name: "this machine".into(),
+            reason,
+        };
+        let topo = Topology::builder()
+            .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+            .map_err(|e| err(e.to_string()))?
+            .with_io_type_filter(TypeFilter::KeepImportant)
+            .map_err(|e| err(e.to_string()))?
+            .build()
+            .map_err(|e| err(e.to_string()))?;
+        Ok(Locality::from_hwloc(&topo))
+    }
+
+    /// Reads places, NUMA nodes, the `NUMALatency` matrix and devices from a loaded topology.
+    pub fn from_hwloc(topo: &Topology) -> Locality {
+        let mut places = Vec::new();
+        let mut ids = HashMap::new();
+        let mut stack = vec![(topo.root_object(), None)];
+        while let Some((obj, parent)) = stack.pop() {
+            let me = places.len();
+            ids.insert(obj.global_persistent_index(), me);
+            places.push(Place {
+                parent,
+                kind: kind_name(obj.object_type()),
+                index: obj.logical_index(),
+                cpus: cpus_of(obj),
+            });
+            let children: Vec<_> = obj.normal_children().collect();
+            stack.extend(children.into_iter().rev().map(|c| (c, Some(me))));
+        }
+        let numa_objs: Vec<&TopologyObject> =
+            topo.objects_with_type(ObjectType::NUMANode).collect();
+        let numa: Vec<Numa> = numa_objs
+            .iter()
+            .map(|n| Numa {
+                os_index: n.os_index().unwrap_or(0) as u32,
+                cpus: cpus_of(n),
+            })
+            .collect();
+        let latency = topo
+            .distances_with_name("NUMALatency")
+            .ok()
+            .and_then(|all| all.into_iter().next())
+            .and_then(|m| {
+                let order: Vec<Option<usize>> = m
+                    .objects()
+                    .map(|o| o.and_then(|o| numa_objs.iter().position(|n| std::ptr::eq(*n, o))))
+                    .collect();
+                let k = m.num_objects();
+                let mut mat = vec![vec![0u64; numa.len()]; numa.len()];
+                let mut seen = 0;
+                for (i, oi) in order.iter().enumerate() {
+                    for (j, oj) in order.iter().enumerate() {
+                        if let (Some(a), Some(b)) = (oi, oj) {
+                            mat[*a][*b] = m.distances()[i * k + j];
+                            seen += 1;
+                        }
+                    }
+                }
+                (seen == numa.len() * numa.len()).then_some(mat)
+            });
+
+        // One device per PCI function (or per OS device without one), in hwloc's order.
+        struct Found {
+            key: String,
+            kind: Kind,
+            vendor: Vendor,
+            names: Vec<(u32, String)>,
+            ports: Vec<u32>,
+            fabric: bool,
+            pci: Option<String>,
+            place: usize,
+        }
+        let mut found: Vec<Found> = Vec::new();
+        for dev in topo.os_devices() {
+            let Some(ObjectAttributes::OSDevice(attr)) = dev.attributes() else {
+                continue;
+            };
+            let ty = attr.device_type();
+            let name = text(dev.name());
+            let pci = dev.parent().and_then(|p| match p.attributes() {
+                Some(ObjectAttributes::PCIDevice(a)) => Some((
+                    format!(
+                        "{:04x}:{:02x}:{:02x}.{:x}",
+                        a.domain(),
+                        a.bus_id(),
+                        a.bus_device(),
+                        a.function()
+                    ),
+                    a.vendor_id(),
+                )),
+                _ => None,
+            });
+            let Some((kind, vendor)) =
+                classify(ty, &text(dev.subtype()), &name, pci.as_ref().map(|p| p.1))
+            else {
+                continue;
+            };
+            let place = dev
+                .first_non_io_ancestor()
+                .and_then(|a| ids.get(&a.global_persistent_index()).copied())
+                .unwrap_or(0);
+            let key = pci.as_ref().map_or_else(|| name.clone(), |p| p.0.clone());
+            let ports: Vec<u32> = dev
+                .infos()
+                .iter()
+                .filter_map(|i| {
+                    let n = i.name().to_string_lossy();
+                    let v = i.value().to_string_lossy();
+                    let port = n
+                        .strip_prefix("Port")?
+                        .strip_suffix("State")?
+                        .parse()
+                        .ok()?;
+                    // 4 is ACTIVE; an inactive port is no use to a task.
+                    (v == "4").then_some(port)
+                })
+                .collect();
+            let rank = name_rank(kind, ty, &name);
+            let fabric = ty == OSDeviceType::OpenFabrics;
+            match found.iter_mut().find(|f| f.key == key && f.kind == kind) {
+                Some(f) => {
+                    f.names.push((rank, name));
+                    f.ports.extend(ports);
+                    f.fabric |= fabric;
+                }
+                None => found.push(Found {
+                    key,
+                    kind,
+                    vendor,
+                    names: vec![(rank, name)],
+                    ports,
+                    fabric,
+                    pci: pci.map(|p| p.0),
+                    place,
+                }),
+            }
+        }
+        let mut devices: Vec<Device> = found
+            .into_iter()
+            .map(|mut f| {
+                f.names.sort();
+                let name = f.names[0].1.clone();
+                let ucx = (f.kind == Kind::Nic).then(|| {
+                    if f.fabric {
+                        let port = f.ports.iter().min().copied().unwrap_or(1);
+                        format!("{name}:{port}")
+                    } else {
+                        name.clone()
+                    }
+                });
+                let index = f.names.iter().find_map(|(_, n)| {
+                    trailing_number(n, "cuda")
+                        .or_else(|| trailing_number(n, "rsmi"))
+                        .or_else(|| trailing_number(n, "ve"))
+                });
+                let nvml = f.names.iter().find_map(|(_, n)| trailing_number(n, "nvml"));
+                Device {
+                    names: f.names.into_iter().map(|(_, n)| n).collect(),
+                    name,
+                    kind: f.kind,
+                    vendor: f.vendor,
+                    index: if f.kind == Kind::Gpu {
+                        index.or(nvml)
+                    } else {
+                        None
+                    },
+                    ucx,
+                    pci: f.pci,
+                    place: f.place,
+                    fabric: f.fabric,
+                }
+            })
+            .collect();
+        // GPUs without a runtime-numbered name: their rank among the vendor's GPUs in PCI order,
+        // which is how the runtimes enumerate (CUDA with CUDA_DEVICE_ORDER=PCI_BUS_ID).
+        for vendor in [Vendor::Nvidia, Vendor::Amd, Vendor::Intel, Vendor::Other] {
+            let mut same: Vec<usize> = (0..devices.len())
+                .filter(|&d| devices[d].kind == Kind::Gpu && devices[d].vendor == vendor)
+                .collect();
+            same.sort_by(|&a, &b| devices[a].pci.cmp(&devices[b].pci));
+            let taken: Vec<u32> = same.iter().filter_map(|&d| devices[d].index).collect();
+            let mut free = (0u32..).filter(|i| !taken.contains(i));
+            for d in same {
+                if devices[d].index.is_none() {
+                    devices[d].index = free.next();
+                }
+            }
+        }
+        Locality::new(places, numa, latency, devices)
+    }
+}

@@ -1,0 +1,525 @@
+//! Which network and accelerator devices are nearest to a task, and which each task gets.
+//!
+//! A node is a weighted graph (Open MPI's on-host topology proposal): the CPU-side objects of
+//! hwloc's tree (machine, groups, packages, caches, cores, PUs), with every device attached to its
+//! locality (the first non-I/O ancestor). The distance from a task to a device is the least total
+//! weight of a path from the task's place (the smallest object holding all its CPUs) to the
+//! device: [`HOP`] per tree edge, plus, when the machine has a NUMA latency matrix, `HOP` times the
+//! relative extra latency between the task's NUMA nodes and the device's (`10 × (lat(a,b) /
+//! lat(a,a) − 1)`, so a node twice as far costs one more hop). An administrator's weights file
+//! ([`weights`]) replaces a device's attachment by explicit edges.
+//!
+//! Assignment gives each task the nearest devices of a kind; among equally near devices the
+//! least loaded wins (so tasks go round-robin over them), and a final pass moves a task off a
+//! shared device onto an idle one that is as near for it.
+
+mod hwloc;
+pub mod weights;
+
+use thiserror::Error;
+
+pub use weights::Weights;
+
+/// Weight of one tree edge.
+pub const HOP: u64 = 10;
+
+/// A CPU-side object of the node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// Index of the parent place; `None` for the machine.
+    pub parent: Option<usize>,
+    /// hwloc type name: `Machine`, `Group`, `Package`, `L3`, `Core`, `PU`, ...
+    pub kind: String,
+    /// hwloc logical index within its type.
+    pub index: usize,
+    /// OS indexes of its CPUs, ascending.
+    pub cpus: Vec<u32>,
+}
+
+/// A NUMA node: its OS index and CPUs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Numa {
+    /// OS index (the row of the latency matrix is found by position, not by this).
+    pub os_index: u32,
+    /// OS indexes of its CPUs, ascending (empty for CPU-less memory).
+    pub cpus: Vec<u32>,
+}
+
+/// What a device is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Network interface or OpenFabrics (InfiniBand, RoCE, Omni-Path) device.
+    Nic,
+    /// GPU or other accelerator (co-processor, vector engine).
+    Gpu,
+}
+
+/// Who made an accelerator: decides which runtime variable names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Vendor {
+    /// `CUDA_VISIBLE_DEVICES`.
+    Nvidia,
+    /// `ROCR_VISIBLE_DEVICES`.
+    Amd,
+    /// `ZE_AFFINITY_MASK`.
+    Intel,
+    /// No runtime variable (NEC vector engines, others): `LAMA_GPUS` only.
+    Other,
+}
+
+/// One device: a PCI function (or an OS device without one), with every name hwloc gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Device {
+    /// The name shown and exported in `LAMA_NICS` / `LAMA_GPUS`: `mlx5_0`, `eth0`, `cuda1`, `ve3`.
+    pub name: String,
+    /// Every OS device name of this device (`ib0`, `mlx5_0`; `cuda0`, `nvml0`, `opencl0d0`).
+    pub names: Vec<String>,
+    /// NIC or GPU.
+    pub kind: Kind,
+    /// Vendor (accelerators; `Other` for NICs).
+    pub vendor: Vendor,
+    /// The runtime's index (`CUDA_VISIBLE_DEVICES` and the like), for GPUs.
+    pub index: Option<u32>,
+    /// What UCX calls it (`mlx5_0:1`, `eth0`), for NICs.
+    pub ucx: Option<String>,
+    /// PCI bus id, `0000:84:00.0`.
+    pub pci: Option<String>,
+    /// Index of the place it hangs off.
+    pub place: usize,
+    /// OpenFabrics devices: true when there are ports; prefers these over plain Ethernet.
+    pub fabric: bool,
+}
+
+/// Device locality could not be read or used.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum LocalityError {
+    /// hwloc failed.
+    #[error("cannot read devices of {source_name}: {reason}")]
+    Load {
+        /// File or "this machine".
+        source_name: String,
+        /// Why.
+        reason: String,
+    },
+    /// More devices per task than the node has (or the job was given).
+    #[error("{wanted} {kind} per task asked for, but {what}")]
+    TooFew {
+        /// "NIC(s)" or "GPU(s)".
+        kind: &'static str,
+        /// Per task.
+        wanted: usize,
+        /// What there is.
+        what: String,
+    },
+    /// A GPU list from the environment that cannot be used.
+    #[error("{0}")]
+    Allowed(String),
+}
+
+/// A node's places, NUMA nodes, latencies and devices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Locality {
+    places: Vec<Place>,
+    numa: Vec<Numa>,
+    latency: Option<Vec<Vec<u64>>>,
+    devices: Vec<Device>,
+    /// OS CPU index -> index of its PU place.
+    pu_place: Vec<Option<usize>>,
+    depth: Vec<u32>,
+}
+
+impl Locality {
+    /// Builds a node from plain data. Places must list parents before children (place 0 is the
+    /// machine); `latency`, when given, is square with one row per NUMA node in `numa` order.
+    pub fn new(
+        places: Vec<Place>,
+        numa: Vec<Numa>,
+        latency: Option<Vec<Vec<u64>>>,
+        devices: Vec<Device>,
+    ) -> Locality {
+        let mut depth = vec![0u32; places.len()];
+        for i in 0..places.len() {
+            depth[i] = match places[i].parent {
+                Some(p) if p < i => depth[p] + 1,
+                _ => 0,
+            };
+        }
+        let max = places.iter().flat_map(|p| p.cpus.last()).max().copied();
+        let mut pu_place = vec![None; max.map_or(0, |m| m as usize + 1)];
+        // The deepest place holding a single CPU stands for that CPU.
+        for (i, p) in places.iter().enumerate() {
+            if let [cpu] = p.cpus[..] {
+                let slot = &mut pu_place[cpu as usize];
+                if slot.is_none_or(|s| depth[s] < depth[i]) {
+                    *slot = Some(i);
+                }
+            }
+        }
+        let latency =
+            latency.filter(|m| m.len() == numa.len() && m.iter().all(|r| r.len() == numa.len()));
+        Locality {
+            places,
+            numa,
+            latency,
+            devices,
+            pu_place,
+            depth,
+        }
+    }
+
+    /// The node's devices, in discovery order (PCI order within each locality).
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
+    }
+
+    /// The CPU-side places.
+    pub fn places(&self) -> &[Place] {
+        &self.places
+    }
+
+    fn contains(outer: &[u32], inner: &[u32]) -> bool {
+        inner.iter().all(|c| outer.binary_search(c).is_ok())
+    }
+
+    /// The smallest place holding every CPU of `cpus` (the machine when none fits better).
+    pub fn place_of(&self, cpus: &[u32]) -> usize {
+        let start = cpus
+            .first()
+            .and_then(|&c| self.pu_place.get(c as usize).copied().flatten());
+        let mut at = match start {
+            Some(p) => p,
+            None => return 0,
+        };
+        while !Locality::contains(&self.places[at].cpus, cpus) {
+            match self.places[at].parent {
+                Some(p) => at = p,
+                None => return at,
+            }
+        }
+        at
+    }
+
+    fn hops(&self, mut a: usize, mut b: usize) -> u64 {
+        let up = |x: usize| self.places[x].parent.unwrap_or(x);
+        let mut n = 0;
+        while self.depth[a] > self.depth[b] {
+            a = up(a);
+            n += 1;
+        }
+        while self.depth[b] > self.depth[a] {
+            b = up(b);
+            n += 1;
+        }
+        while a != b && up(a) != a {
+            a = up(a);
+            b = up(b);
+            n += 2;
+        }
+        n
+    }
+
+    fn numa_of(&self, cpus: &[u32]) -> Vec<usize> {
+        (0..self.numa.len())
+            .filter(|&i| {
+                cpus.iter()
+                    .any(|c| self.numa[i].cpus.binary_search(c).is_ok())
+            })
+            .collect()
+    }
+
+    /// Extra weight for memory distance between the task's and a place's NUMA nodes.
+    fn numa_extra(&self, task_numa: &[usize], place: usize) -> u64 {
+        let Some(lat) = &self.latency else { return 0 };
+        let theirs = self.numa_of(&self.places[place].cpus);
+        let mut best: Option<u64> = None;
+        for &a in task_numa {
+            for &b in &theirs {
+                let local = lat[a][a].max(1);
+                let extra = (HOP * lat[a][b] + local / 2) / local;
+                let extra = extra.saturating_sub(HOP);
+                best = Some(best.map_or(extra, |x| x.min(extra)));
+            }
+        }
+        best.unwrap_or(0)
+    }
+
+    /// Distance from a task running on `cpus` to every device (indexed like [`Locality::devices`]).
+    pub fn distances(&self, cpus: &[u32], weights: Option<&Weights>) -> Vec<u64> {
+        let from = self.place_of(cpus);
+        let task_numa = self.numa_of(cpus);
+        let path = |place: usize| HOP * self.hops(from, place) + self.numa_extra(&task_numa, place);
+        self.devices
+            .iter()
+            .enumerate()
+            .map(|(d, dev)| match weights.and_then(|w| w.edges(d)) {
+                Some(edges) => edges
+                    .iter()
+                    .map(|&(place, w)| path(place) + w)
+                    .min()
+                    .unwrap_or(u64::MAX),
+                None => path(dev.place),
+            })
+            .collect()
+    }
+
+    /// The devices of `kind` that may be handed out: for NICs the OpenFabrics devices when the
+    /// node has any, else every network interface; for GPUs those `allowed` keeps (all when `None`).
+    pub fn candidates(&self, kind: Kind, allowed: Option<&[usize]>) -> Vec<usize> {
+        let of_kind: Vec<usize> = (0..self.devices.len())
+            .filter(|&d| self.devices[d].kind == kind)
+            .filter(|d| allowed.is_none_or(|a| a.contains(d)))
+            .collect();
+        if kind == Kind::Nic && of_kind.iter().any(|&d| self.devices[d].fabric) {
+            return of_kind
+                .into_iter()
+                .filter(|&d| self.devices[d].fabric)
+                .collect();
+        }
+        of_kind
+    }
+}
+
+/// Gives each task `per_task` devices among `candidates`, nearest first. `dist[t][d]` is task
+/// `t`'s distance to device `d` (indexes into the node's devices).
+///
+/// Ties go to the least loaded device, then the earliest; afterwards, while some device serves
+/// two tasks and another serves none that is as near for one of them, that task moves.
+pub fn assign(dist: &[Vec<u64>], candidates: &[usize], per_task: usize) -> Vec<Vec<usize>> {
+    let n_dev = dist.first().map_or(0, |r| r.len());
+    let mut load = vec![0usize; n_dev];
+    let mut out: Vec<Vec<usize>> = Vec::with_capacity(dist.len());
+    for row in dist {
+        let mut mine: Vec<usize> = Vec::with_capacity(per_task);
+        for _ in 0..per_task.min(candidates.len()) {
+            let best = candidates
+                .iter()
+                .copied()
+                .filter(|d| !mine.contains(d))
+                .min_by_key(|&d| (row[d], load[d], d));
+            if let Some(d) = best {
+                load[d] += 1;
+                mine.push(d);
+            }
+        }
+        out.push(mine);
+    }
+    loop {
+        let mut moved = false;
+        'tasks: for (t, mine) in out.iter_mut().enumerate() {
+            for slot in 0..mine.len() {
+                let d = mine[slot];
+                if load[d] < 2 {
+                    continue;
+                }
+                let idle = candidates
+                    .iter()
+                    .copied()
+                    .filter(|&e| load[e] == 0 && dist[t][e] <= dist[t][d] && !mine.contains(&e))
+                    .min_by_key(|&e| (dist[t][e], e));
+                if let Some(e) = idle {
+                    load[d] -= 1;
+                    load[e] += 1;
+                    mine[slot] = e;
+                    moved = true;
+                    break 'tasks;
+                }
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    // Nearest first within each task.
+    for (t, mine) in out.iter_mut().enumerate() {
+        mine.sort_by_key(|&d| (dist[t][d], d));
+    }
+    out
+}
+
+/// What one node hands its tasks: per task, the NICs and GPUs (device indexes).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskDevices {
+    /// NICs, nearest first.
+    pub nics: Vec<usize>,
+    /// GPUs, nearest first.
+    pub gpus: Vec<usize>,
+}
+
+/// Places `nics` NICs and `gpus` GPUs per task for tasks running on `task_cpus`.
+pub fn choose(
+    loc: &Locality,
+    task_cpus: &[Vec<u32>],
+    nics: usize,
+    gpus: usize,
+    allowed_gpus: Option<&[usize]>,
+    weights: Option<&Weights>,
+) -> Result<Vec<TaskDevices>, LocalityError> {
+    let mut out = vec![TaskDevices::default(); task_cpus.len()];
+    if nics == 0 && gpus == 0 {
+        return Ok(out);
+    }
+    let dist: Vec<Vec<u64>> = task_cpus
+        .iter()
+        .map(|c| loc.distances(c, weights))
+        .collect();
+    for (kind, want, label) in [(Kind::Nic, nics, "NIC(s)"), (Kind::Gpu, gpus, "GPU(s)")] {
+        if want == 0 {
+            continue;
+        }
+        let cand = loc.candidates(
+            kind,
+            if kind == Kind::Gpu {
+                allowed_gpus
+            } else {
+                None
+            },
+        );
+        if cand.len() < want {
+            let total = loc.devices.iter().filter(|d| d.kind == kind).count();
+            let what = if kind == Kind::Gpu && allowed_gpus.is_some() {
+                format!("the job was given {} of this node's {total}", cand.len())
+            } else {
+                format!("this node has {}", cand.len())
+            };
+            return Err(LocalityError::TooFew {
+                kind: label,
+                wanted: want,
+                what,
+            });
+        }
+        for (t, picks) in assign(&dist, &cand, want).into_iter().enumerate() {
+            match kind {
+                Kind::Nic => out[t].nics = picks,
+                Kind::Gpu => out[t].gpus = picks,
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The GPUs a job was given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllowedGpus {
+    /// Device indexes.
+    pub devices: Vec<usize>,
+    /// Per device, how its vendor's variable wrote it (Slurm's own numbering).
+    pub entries: Vec<(usize, String)>,
+}
+
+/// The GPUs a job may use, from what Slurm's GPU allocation exported: `CUDA_VISIBLE_DEVICES`
+/// (NVIDIA), `ROCR_VISIBLE_DEVICES` (AMD), `ZE_AFFINITY_MASK` (Intel), read through `get`.
+///
+/// Returns `None` when none is set (every GPU of the node counts), else the allowed devices and,
+/// per device, the entry to export for it (Slurm may number the GPUs it gives from 0:
+/// then `SLURM_STEP_GPUS` / `SLURM_JOB_GPUS` name the hardware indexes, entry by entry).
+pub fn allowed_gpus(
+    loc: &Locality,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<Option<AllowedGpus>, LocalityError> {
+    let mut allowed = Vec::new();
+    let mut names = Vec::new();
+    let mut any = false;
+    let slurm = get("SLURM_STEP_GPUS")
+        .or_else(|| get("SLURM_JOB_GPUS"))
+        .filter(|v| !v.trim().is_empty());
+    for (var, vendor) in [
+        ("CUDA_VISIBLE_DEVICES", Vendor::Nvidia),
+        ("ROCR_VISIBLE_DEVICES", Vendor::Amd),
+        ("ZE_AFFINITY_MASK", Vendor::Intel),
+    ] {
+        let Some(value) = get(var) else { continue };
+        any = true;
+        let entries: Vec<&str> = value
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .collect();
+        let hw: Vec<&str> = match &slurm {
+            Some(s) if s.split(',').count() == entries.len() => {
+                s.split(',').map(str::trim).collect()
+            }
+            _ => entries.clone(),
+        };
+        for (entry, hw) in entries.iter().zip(hw) {
+            // Level Zero sub-devices (`0.1`) belong to device 0.
+            let idx: u32 = hw.split('.').next().unwrap_or("").parse().map_err(|_| {
+                LocalityError::Allowed(format!(
+                    "{var}={value}: '{entry}' is not a GPU index (lama chooses among GPUs given by index)"
+                ))
+            })?;
+            if let Some(d) = loc
+                .devices
+                .iter()
+                .position(|d| d.kind == Kind::Gpu && d.vendor == vendor && d.index == Some(idx))
+            {
+                if !allowed.contains(&d) {
+                    allowed.push(d);
+                    names.push((d, entry.to_string()));
+                }
+            }
+        }
+    }
+    Ok(any.then_some(AllowedGpus {
+        devices: allowed,
+        entries: names,
+    }))
+}
+
+/// The environment one task gets for its devices: `LAMA_NICS`, `UCX_NET_DEVICES`, `LAMA_GPUS`, and
+/// `CUDA_VISIBLE_DEVICES` / `ROCR_VISIBLE_DEVICES` / `ZE_AFFINITY_MASK` for the vendors it got.
+/// `gpu_entry` overrides how a GPU is written in its vendor's variable.
+pub fn task_env(
+    loc: &Locality,
+    picks: &TaskDevices,
+    want_nics: bool,
+    want_gpus: bool,
+    gpu_entry: &[(usize, String)],
+) -> Vec<(String, String)> {
+    let devs = &loc.devices;
+    let join = |it: Vec<String>| it.join(",");
+    let mut env = Vec::new();
+    if want_nics {
+        env.push((
+            "LAMA_NICS".into(),
+            join(picks.nics.iter().map(|&d| devs[d].name.clone()).collect()),
+        ));
+        env.push((
+            "UCX_NET_DEVICES".into(),
+            join(
+                picks
+                    .nics
+                    .iter()
+                    .filter_map(|&d| devs[d].ucx.clone())
+                    .collect(),
+            ),
+        ));
+    }
+    if want_gpus {
+        env.push((
+            "LAMA_GPUS".into(),
+            join(picks.gpus.iter().map(|&d| devs[d].name.clone()).collect()),
+        ));
+        for (var, vendor) in [
+            ("CUDA_VISIBLE_DEVICES", Vendor::Nvidia),
+            ("ROCR_VISIBLE_DEVICES", Vendor::Amd),
+            ("ZE_AFFINITY_MASK", Vendor::Intel),
+        ] {
+            let entries: Vec<String> = picks
+                .gpus
+                .iter()
+                .filter(|&&d| devs[d].vendor == vendor)
+                .filter_map(|&d| {
+                    gpu_entry
+                        .iter()
+                        .find(|(g, _)| *g == d)
+                        .map(|(_, e)| e.clone())
+                        .or_else(|| devs[d].index.map(|i| i.to_string()))
+                })
+                .collect();
+            if !entries.is_empty() {
+                env.push((var.into(), join(entries)));
+            }
+        }
+    }
+    env
+}
