@@ -38,6 +38,10 @@ LAMA_SANDBOX_TOPOLOGY=$xml LAMA_SANDBOX_PLUGIN="required $plugin topology=$xml" 
 # -c8: 4 tasks x 8 CPUs, so that the step gets every core of each 32-PU node.
 show srun -N3 -n12 -c8 --label --lama-map=sbnch --lama-bind=1c --lama-verbose bash -c '[ "$SLURM_PROCID" = 0 ] && echo "TASK_MAP=$TASK_MAP"; true'
 echo
+echo "# Each task's nearest NIC and GPU: on this XML the ConnectX (mlx5_0) and both GPUs (a Tesla,"
+echo "# cuda0, and an AMD OpenCL device) hang off package 1, so every task gets mlx5_0 and the GPUs alternate:"
+show srun -N2 -n4 -c8 --label --lama-map=scbnh --lama-bind=1c --lama-nics=1 --lama-gpus=1 --lama-verbose bash -c 'echo "UCX_NET_DEVICES=$UCX_NET_DEVICES CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-} ROCR_VISIBLE_DEVICES=${ROCR_VISIBLE_DEVICES:-}"'
+echo
 echo "# A whole-job plan decides the nodes too: lama plan writes each rank's host (sbnch, at most 2"
 echo "# per socket, so ranks go 2 per node round the nodes), srun -m arbitrary follows that file:"
 cat > "$LAMA_SANDBOX/plan-job.sh" <<EOF

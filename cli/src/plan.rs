@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{ArgMatches, Args, ValueEnum};
 use lama::hostfile::slurm_hostfile;
+use lama::locality::{choose, Locality, Weights};
 use lama::slurm_layout::expand_hostlist;
 use lama::spec::{Expert, Request, Simple};
 use lama::taskmap::{rfc34, TaskMap};
@@ -62,6 +63,15 @@ pub struct PlanArgs {
     /// Only these CPUs (hwloc cpulist, OS indexes) on every node, e.g. 0-3,8-11.
     #[arg(long, value_name = "CPULIST")]
     restrict: Option<String>,
+    /// Give each rank its N nearest NICs (OpenFabrics devices when the node has any).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    nics: usize,
+    /// Give each rank its N nearest GPUs or other accelerators.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    gpus: usize,
+    /// Device weights file (OBJECT ----W---> DEVICE lines) applied on every node.
+    #[arg(long, value_name = "FILE")]
+    device_weights: Option<PathBuf>,
     /// Also write every rank's host, one per line, for `SLURM_HOSTFILE=FILE srun -m arbitrary`.
     #[arg(long, value_name = "FILE")]
     slurm_hostfile: Option<PathBuf>,
@@ -199,6 +209,69 @@ fn load(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<NodeTopology>, Strin
     Ok(models)
 }
 
+/// A rank's NIC and GPU names.
+type RankDevices = (Vec<String>, Vec<String>);
+
+/// Device locality per node model (`None` for synthetic topologies, which have no devices).
+fn localities(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<Option<Locality>>, String> {
+    sources(a, m)
+        .into_iter()
+        .map(|s| match s {
+            Source::Xml(p) => Locality::from_xml_file(&p).map(Some),
+            Source::Synthetic(_) => Ok(None),
+            Source::ThisMachine => Locality::this_machine().map(Some),
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())
+}
+
+/// Each rank's NICs and GPUs (device names), chosen node by node among the node's ranks in rank
+/// order, as the plugin does.
+fn rank_devices(
+    a: &PlanArgs,
+    m: Option<&ArgMatches>,
+    p: &Plan,
+    nodes: &[&NodeTopology],
+    per_node: &[usize],
+) -> Result<Vec<RankDevices>, String> {
+    let locs = localities(a, m)?;
+    let weights_text = match &a.device_weights {
+        Some(f) => Some(
+            std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?,
+        ),
+        None => None,
+    };
+    let mut out = vec![(Vec::new(), Vec::new()); p.len()];
+    for (n, &model) in per_node.iter().enumerate() {
+        let ranks: Vec<usize> = (0..p.len())
+            .filter(|&r| p.placements()[r].node as usize == n)
+            .collect();
+        let loc = locs[model].as_ref().ok_or_else(|| {
+            format!(
+                "node {n} ({}) is synthetic and has no devices",
+                nodes[n].name()
+            )
+        })?;
+        let weights = match &weights_text {
+            Some(t) => Some(
+                Weights::parse(t, loc).map_err(|e| format!("--device-weights: node {n}: {e}"))?,
+            ),
+            None => None,
+        };
+        let cpus: Vec<Vec<u32>> = ranks.iter().map(|&r| p.cpus(r, nodes)).collect();
+        let picks = choose(loc, &cpus, a.nics, a.gpus, None, weights.as_ref())
+            .map_err(|e| format!("node {n} ({}): {e}", nodes[n].name()))?;
+        let name = |d: &usize| loc.devices()[*d].name.clone();
+        for (&r, t) in ranks.iter().zip(picks) {
+            out[r] = (
+                t.nics.iter().map(name).collect(),
+                t.gpus.iter().map(name).collect(),
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// Node models and, per node of the job, which model it uses.
 ///
 /// One topology without `--nodes` stands for every host of `hosts` when they are known.
@@ -264,14 +337,27 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
             return fail(a.format, "io", &e, None);
         }
     }
+    let devices = if a.nics > 0 || a.gpus > 0 || a.device_weights.is_some() {
+        match rank_devices(&a, m, &p, &nodes, &per_node) {
+            Ok(d) => Some(d),
+            Err(e) => return fail(a.format, "devices", &e, None),
+        }
+    } else {
+        None
+    };
     match a.format {
-        Format::Json => println!("{}", to_json(&p, &nodes, &req)),
-        Format::Text => print!("{}", to_text(&p, &nodes, &req)),
+        Format::Json => println!("{}", to_json(&p, &nodes, &req, devices.as_deref())),
+        Format::Text => print!("{}", to_text(&p, &nodes, &req, devices.as_deref())),
     }
     ExitCode::SUCCESS
 }
 
-fn to_json(p: &Plan, nodes: &[&NodeTopology], req: &Request) -> Value {
+fn to_json(
+    p: &Plan,
+    nodes: &[&NodeTopology],
+    req: &Request,
+    devices: Option<&[RankDevices]>,
+) -> Value {
     let ranks: Vec<Value> = (0..p.len())
         .map(|r| {
             let coord: serde_json::Map<String, Value> = p
@@ -279,7 +365,12 @@ fn to_json(p: &Plan, nodes: &[&NodeTopology], req: &Request) -> Value {
                 .into_iter()
                 .map(|(l, v)| (l.token().to_string(), json!(v)))
                 .collect();
-            json!({"rank": r, "node": p.placements()[r].node, "cpus": p.cpus(r, nodes), "coord": coord})
+            let mut v = json!({"rank": r, "node": p.placements()[r].node, "cpus": p.cpus(r, nodes), "coord": coord});
+            if let Some((nics, gpus)) = devices.map(|d| &d[r]) {
+                v["nics"] = json!(nics);
+                v["gpus"] = json!(gpus);
+            }
+            v
         })
         .collect();
     let tm = TaskMap::encode(&p.node_of_ranks());
@@ -299,7 +390,12 @@ fn to_json(p: &Plan, nodes: &[&NodeTopology], req: &Request) -> Value {
     })
 }
 
-fn to_text(p: &Plan, nodes: &[&NodeTopology], req: &Request) -> String {
+fn to_text(
+    p: &Plan,
+    nodes: &[&NodeTopology],
+    req: &Request,
+    devices: Option<&[RankDevices]>,
+) -> String {
     let mut s = format!(
         "map {}  bind {}  mppr {}  order {}  ->  {} ranks on {} node(s); nesting {}\n",
         req.map_string(),
@@ -327,8 +423,21 @@ fn to_text(p: &Plan, nodes: &[&NodeTopology], req: &Request) -> String {
         ));
         for &r in ranks {
             let cpus = idset::format_list(&p.cpus(r, nodes));
+            let dev = match devices.map(|d| &d[r]) {
+                Some((nics, gpus)) => {
+                    let list = |v: &[String]| {
+                        if v.is_empty() {
+                            "-".to_string()
+                        } else {
+                            v.join(",")
+                        }
+                    };
+                    format!("  nics {}  gpus {}", list(nics), list(gpus))
+                }
+                None => String::new(),
+            };
             s.push_str(&format!(
-                "  rank {r:>width$}  {}  cpus {cpus}\n",
+                "  rank {r:>width$}  {}  cpus {cpus}{dev}\n",
                 nodes[n].picture(p.placements()[r].span)
             ));
         }

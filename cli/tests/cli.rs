@@ -635,3 +635,65 @@ fn plan_writes_the_slurm_hostfile_of_its_ranks() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn plan_shows_each_ranks_devices() {
+    // POWER8: cuda0-1 under package 0, cuda2-3 under package 1; scbnh alternates packages.
+    let xml = topo("power8gpudistances.xml");
+    let args = [
+        "plan",
+        "--topology",
+        &xml,
+        "--map",
+        "scbnh",
+        "--bind",
+        "1c",
+        "--np",
+        "4",
+        "--gpus",
+        "1",
+    ];
+    let o = lama(&args, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let gpus: Vec<String> = stdout(&o)
+        .lines()
+        .filter(|l| l.starts_with("  rank"))
+        .map(|l| l.split_whitespace().last().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(gpus, words("cuda0 cuda2 cuda1 cuda3"));
+    let mut json = args.to_vec();
+    json.extend(["--format", "json"]);
+    let v: Value = serde_json::from_str(&stdout(&lama(&json, &[]))).expect("json");
+    assert_eq!(v["ranks"][1]["gpus"], serde_json::json!(["cuda2"]));
+    assert_eq!(v["ranks"][1]["nics"], serde_json::json!([]));
+    // The 2-socket Intel: the ConnectX is every rank's NIC.
+    let intel = topo("32em64t-2n8c2t-pci-normalio.xml");
+    let o = lama(
+        &[
+            "plan",
+            "--topology",
+            &intel,
+            "--np",
+            "2",
+            "--map",
+            "scbnh",
+            "--bind",
+            "1c",
+            "--nics",
+            "1",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["ranks"][0]["nics"], serde_json::json!(["mlx5_0"]));
+    assert_eq!(v["ranks"][1]["nics"], serde_json::json!(["mlx5_0"]));
+    // Errors: too many, synthetic nodes, a bad weights file.
+    let o = lama(&["plan", "--topology", &xml, "--gpus", "5"], &[]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("5 GPU(s) per task asked for, but this node has 4"));
+    let o = lama(&["plan", "--synthetic", NODE, "--nics", "1"], &[]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is synthetic and has no devices"));
+}

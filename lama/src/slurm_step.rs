@@ -8,6 +8,7 @@ use thiserror::Error;
 
 use crate::idset::{format_list, parse_list};
 use crate::level::Level;
+use crate::locality::{allowed_gpus, choose, task_env, Locality, LocalityError, Weights};
 use crate::mapper::{plan, PlacementError};
 use crate::spec::{Expert, Input, Request, Simple, SpecError};
 use crate::taskmap::TaskMap;
@@ -25,7 +26,7 @@ pub struct OptionInfo {
 }
 
 /// Every user option, in `--help` order.
-pub const OPTIONS: [OptionInfo; 10] = [
+pub const OPTIONS: [OptionInfo; 12] = [
     OptionInfo {
         name: "map",
         arg: Some("STR"),
@@ -67,6 +68,16 @@ pub const OPTIONS: [OptionInfo; 10] = [
         usage: "keep placing past MPPR limits instead of failing the step",
     },
     OptionInfo {
+        name: "nics",
+        arg: Some("N"),
+        usage: "give each task its N nearest NICs (LAMA_NICS, UCX_NET_DEVICES)",
+    },
+    OptionInfo {
+        name: "gpus",
+        arg: Some("N"),
+        usage: "give each task its N nearest GPUs (LAMA_GPUS, CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK)",
+    },
+    OptionInfo {
         name: "verbose",
         arg: None,
         usage: "print each task's binding and node picture on stderr",
@@ -95,6 +106,10 @@ pub struct Options {
     pub bind_to: Option<String>,
     /// `rank-by`
     pub rank_by: Option<String>,
+    /// `nics`: nearest NICs per task
+    pub nics: Option<String>,
+    /// `gpus`: nearest GPUs per task
+    pub gpus: Option<String>,
     /// `oversubscribe`
     pub oversubscribe: bool,
     /// `verbose`
@@ -116,6 +131,8 @@ impl Options {
             "map-by" => self.map_by = v,
             "bind-to" => self.bind_to = v,
             "rank-by" => self.rank_by = v,
+            "nics" => self.nics = v,
+            "gpus" => self.gpus = v,
             "oversubscribe" => self.oversubscribe = true,
             "verbose" => self.verbose = true,
             "off" => self.off = true,
@@ -157,6 +174,8 @@ impl Options {
     pub fn any(&self) -> bool {
         self.oversubscribe
             || self.verbose
+            || self.nics.is_some()
+            || self.gpus.is_some()
             || !self.expert_names().is_empty()
             || !self.simple_names().is_empty()
     }
@@ -191,6 +210,8 @@ pub struct Settings {
     /// `cache=DIR|none`: where slurmd saves the machine's topology at start-up so that each
     /// step loads a small XML instead of probing the machine (default `/run/lama`).
     pub cache: Option<PathBuf>,
+    /// `weights=FILE`: device weights (`OBJECT ----W---> DEVICE` lines) for NIC and GPU choice.
+    pub weights: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -202,6 +223,7 @@ impl Default for Settings {
             verbose: false,
             topology: None,
             cache: Some(PathBuf::from("/run/lama")),
+            weights: None,
         }
     }
 }
@@ -224,9 +246,24 @@ pub enum StepError {
     /// Placement failed (oversubscribed, no resources).
     #[error("{0}")]
     Placement(#[from] PlacementError),
+    /// Devices could not be read or chosen.
+    #[error("{0}")]
+    Devices(String),
 }
 
-const SETTING_KEYS: &str = "map, bind, mppr, order, map-by, bind-to, rank-by, oversubscribe, apply, taskmap, verbose, topology, cache";
+const SETTING_KEYS: &str = "map, bind, mppr, order, map-by, bind-to, rank-by, nics, gpus, oversubscribe, apply, taskmap, verbose, topology, cache, weights";
+
+/// Most devices of a kind a task may ask for.
+const MAX_DEVICES: usize = 64;
+
+fn device_count(name: &str, value: &str) -> Result<usize, String> {
+    value
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n <= MAX_DEVICES)
+        .ok_or_else(|| format!("invalid {name} '{value}': not a number of devices; valid: 0 to {MAX_DEVICES} per task"))
+}
 
 fn yes_no(key: &str, value: &str) -> Result<bool, StepError> {
     match value {
@@ -278,6 +315,16 @@ impl Settings {
                         "invalid cache={value}; valid: an absolute directory path, or none"
                     )))
                 }
+                "weights" if !value.is_empty() => s.weights = Some(PathBuf::from(value)),
+                "weights" => {
+                    return Err(StepError::Setting(
+                        "weights= needs the path of a device weights file".into(),
+                    ))
+                }
+                "nics" | "gpus" => {
+                    device_count(key, value).map_err(StepError::Setting)?;
+                    s.defaults.set(key, Some(value));
+                }
                 _ => {
                     let is_value_option = OPTIONS.iter().any(|o| o.name == key && o.arg.is_some());
                     if !is_value_option {
@@ -299,6 +346,28 @@ impl Settings {
         }
         build(d, None).map_err(|e| StepError::Setting(e.message("")))?;
         Ok(s)
+    }
+
+    /// NICs and GPUs per task for a step: the user's `--lama-nics` / `--lama-gpus`, else the
+    /// admin's defaults (nothing under `--lama-off`).
+    pub fn devices(&self, user: &Options) -> Result<(usize, usize), StepError> {
+        if user.off {
+            return Ok((0, 0));
+        }
+        let count =
+            |name: &str, u: &Option<String>, d: &Option<String>| -> Result<usize, StepError> {
+                match (u, d) {
+                    (Some(v), _) => {
+                        device_count(&format!("--lama-{name}"), v).map_err(StepError::Option)
+                    }
+                    (None, Some(v)) => device_count(name, v).map_err(StepError::Setting),
+                    (None, None) => Ok(0),
+                }
+            };
+        Ok((
+            count("nics", &user.nics, &self.defaults.nics)?,
+            count("gpus", &user.gpus, &self.defaults.gpus)?,
+        ))
     }
 
     /// The request for a step given the user's options, or `None` when lama leaves the step
@@ -335,6 +404,8 @@ impl Settings {
             map_by: pick(&user.map_by, &base.map_by),
             bind_to: pick(&user.bind_to, &base.bind_to),
             rank_by: pick(&user.rank_by, &base.rank_by),
+            nics: None,
+            gpus: None,
             oversubscribe: user.oversubscribe || d.oversubscribe,
             verbose: user.verbose || self.verbose,
             off: false,
@@ -481,4 +552,38 @@ pub fn check_node(map: &TaskMap, nodeid: u32, ranks: &[u32]) -> Result<(), StepE
             format_list(&want)
         )))
     }
+}
+
+/// Each placed task's device environment (`LAMA_NICS`, `UCX_NET_DEVICES`, `LAMA_GPUS` and the
+/// GPU runtimes' variables), in the order of `tasks`: the node's tasks in rank order share the
+/// node's devices as [`crate::locality::choose`] decides. `get` reads the step's environment
+/// (the GPUs Slurm gave the job).
+pub fn node_devices(
+    loc: &Locality,
+    tasks: &[TaskBinding],
+    (nics, gpus): (usize, usize),
+    weights: Option<&Weights>,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<Vec<(String, String)>>, StepError> {
+    let err = |e: LocalityError| StepError::Devices(e.to_string());
+    let given = if gpus > 0 {
+        allowed_gpus(loc, get).map_err(err)?
+    } else {
+        None
+    };
+    let cpus: Vec<Vec<u32>> = tasks.iter().map(|t| t.cpus.clone()).collect();
+    let picks = choose(
+        loc,
+        &cpus,
+        nics,
+        gpus,
+        given.as_ref().map(|g| g.devices.as_slice()),
+        weights,
+    )
+    .map_err(err)?;
+    let entries = given.map(|g| g.entries).unwrap_or_default();
+    Ok(picks
+        .iter()
+        .map(|p| task_env(loc, p, nics > 0, gpus > 0, &entries))
+        .collect())
 }

@@ -161,7 +161,7 @@ impl NodeTopology {
     /// over the whole node), and returns it with the CPUs this process may use (OS indexes,
     /// ascending).
     pub fn this_machine_whole() -> Result<(NodeTopology, Vec<u32>), TopologyError> {
-        let topo = whole_machine()?;
+        let topo = whole_machine(false)?;
         let node = NodeTopology::convert(&topo, "this machine", false)?;
         let allowed = topo
             .allowed_cpuset()
@@ -171,14 +171,14 @@ impl NodeTopology {
         Ok((node, allowed))
     }
 
-    /// Writes this machine's whole topology (disallowed CPUs included, no I/O devices) as hwloc
+    /// Writes this machine's whole topology (disallowed CPUs and I/O devices included) as hwloc
     /// XML, through a temporary file renamed into place so readers never see half a file.
     pub fn export_machine_xml(path: &Path) -> Result<(), TopologyError> {
         let err = |reason: String| TopologyError::Load {
             source_name: path.display().to_string(),
             reason,
         };
-        let topo = whole_machine()?;
+        let topo = whole_machine(true)?;
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         topo.export_xml_file(Some(&tmp), XMLExportFlags::empty())
             .map_err(|e| err(format!("cannot write {}: {e}", tmp.display())))?;
@@ -188,7 +188,7 @@ impl NodeTopology {
         })
     }
 
-    /// Loads an hwloc XML file with every CPU it lists, allowed or not, and no I/O objects (the
+    /// Loads an hwloc XML file with every CPU it lists, allowed or not, skipping I/O objects (the
     /// fast path for a machine exported by [`NodeTopology::export_machine_xml`]).
     pub fn from_xml_file_whole(path: &Path) -> Result<NodeTopology, TopologyError> {
         NodeTopology::load_xml(path, true)
@@ -459,13 +459,19 @@ impl NodeTopology {
 }
 
 /// This machine with the CPUs this process may not use (Slurm numbers cores over the whole node).
-fn whole_machine() -> Result<Topology, TopologyError> {
+/// `io`: keep the I/O devices too (for the cached XML, which device locality reads).
+fn whole_machine(io: bool) -> Result<Topology, TopologyError> {
     load_err("this machine", || {
-        Topology::builder()
+        let b = Topology::builder()
             .with_flags(BuildFlags::INCLUDE_DISALLOWED)
-            .map_err(|e| e.to_string())?
-            .build()
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        let b = if io {
+            b.with_io_type_filter(TypeFilter::KeepImportant)
+                .map_err(|e| e.to_string())?
+        } else {
+            b
+        };
+        b.build().map_err(|e| e.to_string())
     })
 }
 

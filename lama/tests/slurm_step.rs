@@ -1,9 +1,10 @@
 //! The plugin's decisions without Slurm: plugstack.conf settings, option merging, Slurm's core
 //! numbers, one node's placement and the task-map check. Expected values are worked by hand.
 
+use lama::locality::Locality;
 use lama::slurm_layout::StepEnv;
 use lama::slurm_step::{
-    check_node, cores_to_cpus, place_node, Apply, Options, Settings, StepError,
+    check_node, cores_to_cpus, node_devices, place_node, Apply, Options, Settings, StepError,
 };
 use lama::{Level, NodeTopology};
 
@@ -192,5 +193,84 @@ fn task_map_is_checked_against_slurms_ranks() {
     assert!(
         e.contains("puts tasks 1,4 on node 1") && e.contains("runs 1-2"),
         "{e}"
+    );
+}
+
+#[test]
+fn device_counts_from_options_and_defaults() {
+    let s = Settings::parse(&["gpus=1", "weights=/etc/slurm/lama-weights"]).expect("settings");
+    assert_eq!(
+        s.weights.as_deref(),
+        Some(std::path::Path::new("/etc/slurm/lama-weights"))
+    );
+    assert_eq!(s.devices(&Options::default()).expect("defaults"), (0, 1));
+    assert_eq!(
+        s.devices(&user(&[("nics", Some("2"))])).expect("user"),
+        (2, 1)
+    );
+    assert_eq!(
+        s.devices(&user(&[("gpus", Some("0"))])).expect("user"),
+        (0, 0)
+    );
+    assert_eq!(s.devices(&user(&[("off", None)])).expect("off"), (0, 0));
+    // A device option alone asks for lama's placement, like any --lama option.
+    assert!(s
+        .request(&user(&[("gpus", Some("1"))]), Some(2))
+        .expect("request")
+        .is_some());
+    assert_eq!(
+        err_text(s.devices(&user(&[("gpus", Some("two"))]))),
+        "invalid --lama-gpus 'two': not a number of devices; valid: 0 to 64 per task"
+    );
+    assert_eq!(
+        err_text(Settings::parse(&["nics=-1"])),
+        "plugstack.conf: invalid nics '-1': not a number of devices; valid: 0 to 64 per task"
+    );
+    assert!(err_text(Settings::parse(&["weights="])).contains("weights= needs the path"));
+}
+
+#[test]
+fn node_devices_follow_the_placement() {
+    // POWER8, two GPUs per package; four tasks bound to one core each, s fastest: tasks 0 and 2 on
+    // package 0 (cuda0, cuda1), tasks 1 and 3 on package 1 (cuda2, cuda3).
+    let xml = std::path::PathBuf::from(format!(
+        "{}/../tests/topologies/power8gpudistances.xml",
+        env!("CARGO_MANIFEST_DIR")
+    ));
+    let node = NodeTopology::from_xml_file(&xml).expect("topology");
+    let loc = Locality::from_xml_file(&xml).expect("devices");
+    let req = Settings::default()
+        .request(
+            &user(&[("map", Some("scbnh")), ("bind", Some("1c"))]),
+            Some(4),
+        )
+        .expect("request")
+        .expect("placing");
+    let tasks = place_node(&node, &node.cpus(), &req, &[0, 1, 2, 3]).expect("placed");
+    let env = node_devices(&loc, &tasks, (0, 1), None, |_| None).expect("devices");
+    let cuda: Vec<String> = env
+        .iter()
+        .map(|e| {
+            e.iter()
+                .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(cuda, ["0", "2", "1", "3"]);
+    // Slurm gave GPUs 2 and 3 only: package 0's tasks get the nearer of those, in turn.
+    let given = |k: &str| (k == "CUDA_VISIBLE_DEVICES").then(|| "2,3".to_string());
+    let env = node_devices(&loc, &tasks, (0, 1), None, given).expect("devices");
+    assert_eq!(
+        env[0],
+        vec![
+            ("LAMA_GPUS".to_string(), "cuda2".to_string()),
+            ("CUDA_VISIBLE_DEVICES".to_string(), "2".to_string())
+        ]
+    );
+    let e = node_devices(&loc, &tasks, (1, 0), None, |_| None).expect_err("no NIC");
+    assert_eq!(
+        e.to_string(),
+        "1 NIC(s) per task asked for, but this node has 0"
     );
 }

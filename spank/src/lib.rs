@@ -1,7 +1,7 @@
 //! The `lama` SPANK plugin. In srun and sbatch it registers and checks the `--lama-*` options;
 //! in slurmstepd, once per node per step, it places that node's tasks on the CPUs Slurm gave the
-//! step and computes the step's `TASK_MAP`; per task it binds and exports `TASK_MAP` and
-//! `LAMA_CPUS`. All decisions are made by `lama::slurm_step`; this crate only talks to Slurm.
+//! step, chooses each task's nearest NICs and GPUs when asked, and computes the step's
+//! `TASK_MAP`; per task it binds and exports `TASK_MAP`, `LAMA_CPUS` and the device variables. All decisions are made by `lama::slurm_step`; this crate only talks to Slurm.
 //!
 //! Failures never unwind into Slurm: a placement error is kept and reported by every task's
 //! `task_init`, which then fails so that no task of the step starts (Slurm 22.05 lets srun exit 0
@@ -11,9 +11,10 @@ use std::error::Error;
 use std::fmt;
 
 use lama::idset::format_list;
+use lama::locality::{Locality, Weights};
 use lama::slurm_layout::StepEnv;
 use lama::slurm_step::{
-    check_node, cores_to_cpus, place_node, Options, Settings, TaskBinding, OPTIONS,
+    check_node, cores_to_cpus, node_devices, place_node, Options, Settings, TaskBinding, OPTIONS,
 };
 use lama::taskmap::rfc34;
 use lama::NodeTopology;
@@ -68,6 +69,8 @@ struct Step {
     taskmap: Option<String>,
     /// Placed tasks in rank order; empty when placement does not apply.
     tasks: Vec<TaskBinding>,
+    /// Per placed task, its device variables (`--lama-nics`, `--lama-gpus`).
+    devices: Vec<Vec<(String, String)>>,
     placing: bool,
     /// False with `topology=FILE`: CPUs are computed and exported, not bound.
     bind: bool,
@@ -144,6 +147,16 @@ impl Lama {
                     Ok(tasks) => st.tasks = tasks,
                     Err(e) => st.failure = Some(e),
                 }
+                let counts = self.settings.devices(&self.user).map_err(|e| e.to_string());
+                match counts {
+                    _ if st.failure.is_some() => {}
+                    Ok((0, 0)) => {}
+                    Ok(counts) => match self.devices(spank, &st.tasks, counts, &st.host) {
+                        Ok(d) => st.devices = d,
+                        Err(e) => st.failure = Some(e),
+                    },
+                    Err(e) => st.failure = Some(e),
+                }
             }
             Err(e) => st.failure = Some(e.to_string()),
         }
@@ -177,6 +190,38 @@ impl Lama {
 }
 
 impl Lama {
+    /// The node's devices handed to its tasks: read from `topology=FILE`, slurmd's cached XML or
+    /// the machine, with the admin's weights and the GPUs Slurm gave the job.
+    fn devices(
+        &self,
+        spank: &SpankHandle,
+        tasks: &[TaskBinding],
+        counts: (usize, usize),
+        host: &str,
+    ) -> std::result::Result<Vec<Vec<(String, String)>>, String> {
+        let file = match &self.settings.topology {
+            Some(path) => Some(path.clone()),
+            None => self.cache_file(host).filter(|f| f.is_file()),
+        };
+        let loc = match file {
+            Some(f) => Locality::from_xml_file(&f),
+            None => Locality::this_machine(),
+        }
+        .map_err(|e| e.to_string())?;
+        let weights = match &self.settings.weights {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
+                Some(Weights::parse(&text, &loc).map_err(|e| format!("{}: {e}", path.display()))?)
+            }
+            None => None,
+        };
+        node_devices(&loc, tasks, counts, weights.as_ref(), |k| {
+            spank.getenv(k).ok().flatten()
+        })
+        .map_err(|e| e.to_string())
+    }
+
     fn cache_file(&self, host: &str) -> Option<std::path::PathBuf> {
         let dir = self.settings.cache.as_ref()?;
         Some(dir.join(format!("topology-{host}.xml")))
@@ -267,6 +312,9 @@ unsafe impl Plugin for Lama {
             self.settings
                 .request(&self.user, None)
                 .map_err(|e| fail(&e.to_string()))?;
+            self.settings
+                .devices(&self.user)
+                .map_err(|e| fail(&e.to_string()))?;
         }
         Ok(())
     }
@@ -348,8 +396,17 @@ unsafe impl Plugin for Lama {
                 return Err(Box::new(Reported));
             }
         }
+        let devices = st.devices.get(i).map(Vec::as_slice).unwrap_or_default();
+        for (k, v) in devices {
+            spank.setenv(k, v, true)?;
+        }
         if st.verbose {
             let how = if st.bind { "bound to" } else { "computed" };
+            let shown: String = devices
+                .iter()
+                .filter(|(k, _)| k.starts_with("LAMA_"))
+                .map(|(k, v)| format!(" {}={v}", k.to_lowercase().replace("lama_", "")))
+                .collect();
             let cost = if first {
                 format!(
                     " (node placed in {:.2} ms)",
@@ -359,7 +416,7 @@ unsafe impl Plugin for Lama {
                 String::new()
             };
             eprintln!(
-                "lama: task {rank} on {} (node {}): {how} cpus {list} {}{cost}",
+                "lama: task {rank} on {} (node {}): {how} cpus {list} {}{shown}{cost}",
                 st.host, st.nodeid, t.picture
             );
         }
