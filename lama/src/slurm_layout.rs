@@ -78,6 +78,9 @@ pub fn expand_hostlist(expr: &str) -> Result<Vec<String>, LayoutError> {
                         }
                         suffixes.extend((lo..=hi).map(|v| format!("{prefix}{v:0width$}")));
                     }
+                    if hosts.len().saturating_mul(suffixes.len()) > 1 << 24 {
+                        return Err(bad(format!("hostlist '{expr}' names too many hosts")));
+                    }
                     hosts = hosts
                         .iter()
                         .flat_map(|h| suffixes.iter().map(move |s| format!("{h}{s}")))

@@ -370,3 +370,14 @@ proptest! {
         prop_assert_eq!(list.len(), entries.len());
     }
 }
+
+proptest! {
+    /// Layouts and allocation files are user input: any text parses or gives an error.
+    #[test]
+    fn parsing_never_panics(text in "[ -~×é\n+:=#\\[\\],-]{0,80}") {
+        let _ = parse_layout(&text);
+        let _ = parse_host_list(&text);
+        let _ = Allocation::parse_hostfile(&text);
+        let _ = Allocation::from_nodelist(&text, Some(&text));
+    }
+}

@@ -305,6 +305,9 @@ fn admin_weights_override_locality() {
             1,
             "no NUMANode 3 (this node has 2)",
         ),
+        ("Sockét 0 ----1---> cuda0\n", 1, "unknown object 'Sockét'"),
+        ("Socket 0 ×---1---> cuda0\n", 1, "unexpected '×'"),
+        ("Socket 0 ----99999999999---> cuda0\n", 1, "too large"),
     ] {
         let e = Weights::parse(text, &loc).expect_err(text);
         assert_eq!(e.line, line, "{text}");
@@ -418,6 +421,18 @@ proptest! {
             for e in (0..ndev).filter(|&e| load[e] == 0) {
                 prop_assert!(dist[t][mine[0]] <= dist[t][e]);
             }
+        }
+    }
+}
+
+proptest! {
+    /// A weights file is admin input read inside slurmstepd: any text gives weights or a
+    /// line-numbered error, never a panic.
+    #[test]
+    fn weights_never_panic(lines in proptest::collection::vec("[ -~×é|>()#0-9a-zA-Z-]{0,40}", 0..6)) {
+        let loc = Locality::from_xml_file(&path("power8gpudistances.xml")).expect("devices");
+        if let Err(e) = Weights::parse(&lines.join("\n"), &loc) {
+            prop_assert!(e.line >= 1 && e.line <= lines.len());
         }
     }
 }

@@ -200,6 +200,7 @@ fn hostlists_and_counts() {
         ["r1n1", "r1n2", "r2n1", "r2n2"]
     );
     assert!(expand_hostlist("n[1-").is_err());
+    assert!(expand_hostlist("a[0-999999]b[0-999999]").is_err());
     assert_eq!(expand_counts("2(x3),1").expect("counts"), [2, 2, 2, 1]);
     assert!(expand_counts("2(x0)").is_err());
     assert!(expand_counts("x").is_err());

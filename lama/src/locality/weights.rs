@@ -61,8 +61,10 @@ impl Weights {
             };
             let (left, device) = line.rsplit_once('>').ok_or_else(shape)?;
             let cut = left
-                .rfind(|c: char| c != '-' && !c.is_ascii_digit())
-                .map_or(0, |p| p + 1);
+                .char_indices()
+                .rev()
+                .find(|&(_, c)| c != '-' && !c.is_ascii_digit())
+                .map_or(0, |(p, c)| p + c.len_utf8());
             let (object, edge) = left.split_at(cut);
             let weight = edge
                 .strip_prefix('-')
