@@ -126,6 +126,8 @@ pub struct Locality {
     /// OS CPU index -> index of its PU place.
     pu_place: Vec<Option<usize>>,
     depth: Vec<u32>,
+    /// Per place, the NUMA nodes (indexes into `numa`) sharing CPUs with it.
+    place_numa: Vec<Vec<usize>>,
 }
 
 impl Locality {
@@ -157,6 +159,10 @@ impl Locality {
         }
         let latency =
             latency.filter(|m| m.len() == numa.len() && m.iter().all(|r| r.len() == numa.len()));
+        let place_numa = places
+            .iter()
+            .map(|p| numa_sharing(&numa, &p.cpus))
+            .collect();
         Locality {
             places,
             numa,
@@ -164,6 +170,7 @@ impl Locality {
             devices,
             pu_place,
             depth,
+            place_numa,
         }
     }
 
@@ -230,10 +237,10 @@ impl Locality {
     /// Extra weight for memory distance between the task's and a place's NUMA nodes.
     fn numa_extra(&self, task_numa: &[usize], place: usize) -> u64 {
         let Some(lat) = &self.latency else { return 0 };
-        let theirs = self.numa_of(&self.places[place].cpus);
+        let theirs = &self.place_numa[place];
         let mut best: Option<u64> = None;
         for &a in task_numa {
-            for &b in &theirs {
+            for &b in theirs {
                 let local = lat[a][a].max(1);
                 let extra = (HOP * lat[a][b] + local / 2) / local;
                 let extra = extra.saturating_sub(HOP);
@@ -246,7 +253,7 @@ impl Locality {
     /// Distance from a task running on `cpus` to every device (indexed like [`Locality::devices`]).
     pub fn distances(&self, cpus: &[u32], weights: Option<&Weights>) -> Vec<u64> {
         let from = self.place_of(cpus);
-        let task_numa = self.numa_of(cpus);
+        let task_numa = numa_sharing(&self.numa, cpus);
         let path = |place: usize| HOP * self.hops(from, place) + self.numa_extra(&task_numa, place);
         self.devices
             .iter()
@@ -277,6 +284,24 @@ impl Locality {
         }
         of_kind
     }
+}
+
+/// The NUMA nodes (indexes) that share a CPU with `cpus` (both ascending).
+fn numa_sharing(numa: &[Numa], cpus: &[u32]) -> Vec<usize> {
+    (0..numa.len())
+        .filter(|&i| {
+            let (a, b) = (&numa[i].cpus, cpus);
+            let (mut x, mut y) = (0, 0);
+            while x < a.len() && y < b.len() {
+                match a[x].cmp(&b[y]) {
+                    std::cmp::Ordering::Equal => return true,
+                    std::cmp::Ordering::Less => x += 1,
+                    std::cmp::Ordering::Greater => y += 1,
+                }
+            }
+            false
+        })
+        .collect()
 }
 
 /// Gives each task `per_task` devices among `candidates`, nearest first. `dist[t][d]` is task
