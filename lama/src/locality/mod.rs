@@ -225,15 +225,6 @@ impl Locality {
         n
     }
 
-    fn numa_of(&self, cpus: &[u32]) -> Vec<usize> {
-        (0..self.numa.len())
-            .filter(|&i| {
-                cpus.iter()
-                    .any(|c| self.numa[i].cpus.binary_search(c).is_ok())
-            })
-            .collect()
-    }
-
     /// Extra weight for memory distance between the task's and a place's NUMA nodes.
     fn numa_extra(&self, task_numa: &[usize], place: usize) -> u64 {
         let Some(lat) = &self.latency else { return 0 };
