@@ -477,7 +477,7 @@ fn whole_machine(io: bool) -> Result<Topology, TopologyError> {
 
 /// Reads an XML file ourselves: hwlocality panics when hwloc cannot open a file it is given by
 /// path, and the plugin must never panic inside slurmstepd.
-fn read_xml(path: &Path) -> Result<String, TopologyError> {
+pub(crate) fn read_xml(path: &Path) -> Result<String, TopologyError> {
     let err = |reason: String| TopologyError::Load {
         source_name: path.display().to_string(),
         reason,

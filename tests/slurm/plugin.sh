@@ -9,7 +9,6 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 # Each task prints: rank, Slurm's node index, and the CPUs it may run on.
 report='echo "$SLURM_PROCID $SLURM_NODEID $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"'
-report_lama='echo "$SLURM_PROCID $SLURM_NODEID ${LAMA_CPUS:-none}"'
 
 # Whole-job plan equals the real bindings (Slurm's layout is the one the map implies).
 whole_job() {
@@ -20,23 +19,9 @@ whole_job() {
   else not_ok "$name" "srun $srun_args" "got:" "$got" "want (lama plan $plan_args):" "$want" "$(cat "$work/err")"; fi
 }
 
-# Per node: the node's ranks in ascending order get `lama plan` on one node, rank by rank.
-per_node() {
-  local name=$1 xml=$2 srun_args=$3 plan_args=$4 got want="" node ranks n i cpus
-  got=$(run $srun_args bash -c "$report_lama" 2>"$work/err" | sort -n)
-  for node in $(awk '{print $2}' <<<"$got" | sort -un); do
-    ranks=($(awk -v n="$node" '$2 == n {print $1}' <<<"$got" | sort -n))
-    n=${#ranks[@]}
-    mapfile -t cpus < <(plan_lines --topology "$xml" --np "$n" $plan_args | awk '{print $3}')
-    for ((i = 0; i < n; i++)); do want+="${ranks[i]} $node ${cpus[i]:-missing}"$'\n'; done
-  done
-  want=$(sort -n <<<"$want" | sed '/^$/d')
-  if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "$name: exported CPUs equal lama plan per node"
-  else not_ok "$name" "srun $srun_args" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
-}
 
-# Devices per node: each task's LAMA_CPUS, LAMA_NICS, LAMA_GPUS equal `lama plan --nics --gpus` for
-# the node's ranks in order, and UCX_NET_DEVICES / CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES
+# Per node: each task's LAMA_CPUS, LAMA_NICS, LAMA_GPUS equal `lama plan [--nics --gpus]` for the
+# node's ranks in ascending order, rank by rank, and UCX_NET_DEVICES / CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES
 # name those devices as the runtimes do (hwloc's cudaN is CUDA device N; the XMLs here have one
 # AMD GPU, opencl0d1, so its ROCm index is 0; mlx5_0 has port 1 active).
 report_dev='echo "$SLURM_PROCID $SLURM_NODEID ${LAMA_CPUS:-none} ${LAMA_NICS:-none} ${LAMA_GPUS:-none} ${UCX_NET_DEVICES:-none} ${CUDA_VISIBLE_DEVICES:-none} ${ROCR_VISIBLE_DEVICES:-none}"'
@@ -47,7 +32,7 @@ runtime_names() {
   local IFS=,
   echo "${ucx[*]:-none} ${cuda[*]:-none} ${rocr[*]:-none}"
 }
-per_node_devices() {
+per_node() {
   local name=$1 xml=$2 srun_args=$3 plan_args=$4 got want="" node ranks n i line
   got=$(run $srun_args bash -c "$report_dev" 2>"$work/err" | sort -n)
   for node in $(awk '{print $2}' <<<"$got" | sort -un); do
@@ -62,7 +47,7 @@ per_node_devices() {
     done
   done
   want=$(sort -n <<<"$want" | sed '/^$/d')
-  if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "$name: CPUs and devices equal lama plan per node"
+  if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "$name: exported CPUs and devices equal lama plan per node"
   else not_ok "$name" "srun $srun_args" "got (rank node cpus nics gpus ucx cuda rocr):" "$got" "want:" "$want" "$(cat "$work/err")"; fi
 }
 
@@ -155,7 +140,7 @@ cluster LAMA_SANDBOX_TOPOLOGY="$x1"
 plugstack "required $plugin topology=$x1"
 per_node "2x8x2 Intel, block, csbnh 1c" "$x1" "-N2 -n16 -c4 -m block --lama-map=csbnh --lama-bind=1c" "--map csbnh --bind 1c"
 per_node "2x8x2 Intel, cyclic, sbnch 2c mppr 1:c" "$x1" "-N2 -n16 -c4 -m cyclic --lama-map=sbnch --lama-bind=2c --lama-mppr=1:c" "--map sbnch --bind 2c --mppr 1:c"
-per_node_devices "2x8x2 Intel with IB and 2 GPUs on package 1, --lama-nics=1 --lama-gpus=1" "$x1" \
+per_node "2x8x2 Intel with IB and 2 GPUs on package 1, --lama-nics=1 --lama-gpus=1" "$x1" \
   "-N2 -n8 -c4 -m cyclic --lama-map=scbnh --lama-bind=1c --lama-nics=1 --lama-gpus=1" "--map scbnh --bind 1c --nics 1 --gpus 1"
 refused "more GPUs than the node has" "3 GPU(s) per task asked for, but this node has 2" -N1 -n2 --lama-gpus=3
 refused "bad --lama-gpus" "invalid --lama-gpus 'all'" -N1 -n1 --lama-gpus=all
@@ -169,10 +154,10 @@ echo "# devices with topology=FILE on the POWER8 with 2 GPUs per package, and ad
 x3=$top/tests/topologies/power8gpudistances.xml
 cluster LAMA_SANDBOX_TOPOLOGY="$x3"
 plugstack "required $plugin topology=$x3"
-per_node_devices "POWER8, 2 GPUs per task" "$x3" "-N2 -n4 -c4 -m block --lama-map=scbnh --lama-bind=1c --lama-gpus=2" "--map scbnh --bind 1c --gpus 2"
+per_node "POWER8, 2 GPUs per task" "$x3" "-N2 -n4 -c4 -m block --lama-map=scbnh --lama-bind=1c --lama-gpus=2" "--map scbnh --bind 1c --gpus 2"
 printf 'Socket 0 ---1---> cuda3\n |---2---> cuda2\nSocket 1 ---1---> cuda0\n |---2---> cuda1\n' > "$work/weights"
 plugstack "required $plugin topology=$x3 weights=$work/weights gpus=1"
-per_node_devices "POWER8, plugstack.conf gpus=1 and weights=FILE" "$x3" "-N2 -n8 -c2 -m block --lama-map=scbnh --lama-bind=1c" \
+per_node "POWER8, plugstack.conf gpus=1 and weights=FILE" "$x3" "-N2 -n8 -c2 -m block --lama-map=scbnh --lama-bind=1c" \
   "--map scbnh --bind 1c --gpus 1 --device-weights $work/weights"
 printf 'Socket 7 ---1---> cuda3\n' > "$work/weights"
 refused "weights file that does not fit the node" "weights file line 1: no Package 7" -N1 -n1 --lama-bind=1c
