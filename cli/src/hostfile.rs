@@ -78,7 +78,7 @@ fn allocation(a: &HostfileArgs) -> Result<Allocation, HostfileError> {
             })
         }
         (None, Some(list)) => Allocation::from_nodelist(list, a.slots.as_deref()),
-        (None, None) => Allocation::from_slurm(|k| std::env::var(k).ok()),
+        (None, None) => Allocation::from_slurm(crate::env),
     }
 }
 

@@ -16,6 +16,11 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// An environment variable's value; unset and empty are alike (as Slurm's own tools treat them).
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Preview a whole-job placement on given or real topologies.

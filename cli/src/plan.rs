@@ -90,9 +90,7 @@ fn job_hosts(a: &PlanArgs) -> Result<Option<Vec<String>>, String> {
     }
     let list = match &a.nodelist {
         Some(l) => l.clone(),
-        None => std::env::var("SLURM_JOB_NODELIST")
-            .ok()
-            .filter(|v| !v.is_empty())
+        None => crate::env("SLURM_JOB_NODELIST")
             .ok_or("--slurm-hostfile needs the job's host names: run inside a Slurm job or give --nodelist HOSTLIST")?,
     };
     let hosts = expand_hostlist(&list).map_err(|e| format!("--nodelist: {e}"))?;
@@ -189,13 +187,24 @@ pub fn request(a: &PlanArgs) -> Result<Request, String> {
     r.map_err(|e| e.to_string())
 }
 
-fn load(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<NodeTopology>, String> {
+/// A node model and, when devices were asked for, its devices (`None` for synthetic topologies,
+/// which have none), read from one hwloc load.
+type Model = (NodeTopology, Option<Locality>);
+
+fn load(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<Model>, String> {
+    let devices = a.nics > 0 || a.gpus > 0 || a.device_weights.is_some();
     let mut models = Vec::new();
     for s in sources(a, m) {
-        let t = match s {
-            Source::Xml(p) => NodeTopology::from_xml_file(&p),
-            Source::Synthetic(d) => NodeTopology::from_synthetic(&d),
-            Source::ThisMachine => NodeTopology::this_machine(),
+        let (t, loc) = match s {
+            Source::Xml(p) if devices => {
+                NodeTopology::from_xml_file_with_devices(&p, false).map(|(t, l)| (t, Some(l)))
+            }
+            Source::Xml(p) => NodeTopology::from_xml_file(&p).map(|t| (t, None)),
+            Source::Synthetic(d) => NodeTopology::from_synthetic(&d).map(|t| (t, None)),
+            Source::ThisMachine if devices => {
+                NodeTopology::this_machine_with_devices(false).map(|(t, _, l)| (t, Some(l)))
+            }
+            Source::ThisMachine => NodeTopology::this_machine().map(|t| (t, None)),
         }
         .map_err(|e| e.to_string())?;
         let t = match &a.restrict {
@@ -204,7 +213,7 @@ fn load(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<NodeTopology>, Strin
                 .map_err(|e| format!("--restrict: {e}"))?,
             None => t,
         };
-        models.push(t);
+        models.push((t, loc));
     }
     Ok(models)
 }
@@ -212,54 +221,48 @@ fn load(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<NodeTopology>, Strin
 /// A rank's NIC and GPU names.
 type RankDevices = (Vec<String>, Vec<String>);
 
-/// Device locality per node model (`None` for synthetic topologies, which have no devices).
-fn localities(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<Option<Locality>>, String> {
-    sources(a, m)
-        .into_iter()
-        .map(|s| match s {
-            Source::Xml(p) => Locality::from_xml_file(&p).map(Some),
-            Source::Synthetic(_) => Ok(None),
-            Source::ThisMachine => Locality::this_machine().map(Some),
-        })
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())
+/// The ranks of each node, ascending.
+fn ranks_by_node(p: &Plan, nodes: usize) -> Vec<Vec<usize>> {
+    let mut by_node = vec![Vec::new(); nodes];
+    for (r, x) in p.placements().iter().enumerate() {
+        by_node[x.node as usize].push(r);
+    }
+    by_node
 }
 
 /// Each rank's NICs and GPUs (device names), chosen node by node among the node's ranks in rank
 /// order, as the plugin does.
 fn rank_devices(
     a: &PlanArgs,
-    m: Option<&ArgMatches>,
+    models: &[Model],
     p: &Plan,
     nodes: &[&NodeTopology],
     per_node: &[usize],
 ) -> Result<Vec<RankDevices>, String> {
-    let locs = localities(a, m)?;
     let weights_text = match &a.device_weights {
         Some(f) => Some(
             std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?,
         ),
         None => None,
     };
+    // Weights are parsed once per node model, against that model's devices.
+    let mut weights: Vec<Option<Weights>> = vec![None; models.len()];
     let mut out = vec![(Vec::new(), Vec::new()); p.len()];
-    for (n, &model) in per_node.iter().enumerate() {
-        let ranks: Vec<usize> = (0..p.len())
-            .filter(|&r| p.placements()[r].node as usize == n)
-            .collect();
-        let loc = locs[model].as_ref().ok_or_else(|| {
+    for (n, ranks) in ranks_by_node(p, nodes.len()).into_iter().enumerate() {
+        let model = per_node[n];
+        let loc = models[model].1.as_ref().ok_or_else(|| {
             format!(
                 "node {n} ({}) is synthetic and has no devices",
                 nodes[n].name()
             )
         })?;
-        let weights = match &weights_text {
-            Some(t) => Some(
+        if let (Some(t), None) = (&weights_text, &weights[model]) {
+            weights[model] = Some(
                 Weights::parse(t, loc).map_err(|e| format!("--device-weights: node {n}: {e}"))?,
-            ),
-            None => None,
-        };
+            );
+        }
         let cpus: Vec<Vec<u32>> = ranks.iter().map(|&r| p.cpus(r, nodes)).collect();
-        let picks = choose(loc, &cpus, a.nics, a.gpus, None, weights.as_ref())
+        let picks = choose(loc, &cpus, a.nics, a.gpus, None, weights[model].as_ref())
             .map_err(|e| format!("node {n} ({}): {e}", nodes[n].name()))?;
         let name = |d: &usize| loc.devices()[*d].name.clone();
         for (&r, t) in ranks.iter().zip(picks) {
@@ -279,7 +282,7 @@ fn job_nodes(
     a: &PlanArgs,
     m: Option<&ArgMatches>,
     hosts: Option<&[String]>,
-) -> Result<(Vec<NodeTopology>, Vec<usize>), String> {
+) -> Result<(Vec<Model>, Vec<usize>), String> {
     let models = load(a, m)?;
     let nodes = a.nodes.or(hosts.map(|h| h.len()));
     let per_node = match (models.len(), nodes) {
@@ -313,7 +316,7 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         Ok(x) => x,
         Err(e) => return fail(a.format, "invalid-option", &e, None),
     };
-    let nodes: Vec<&NodeTopology> = per_node.iter().map(|&i| &models[i]).collect();
+    let nodes: Vec<&NodeTopology> = per_node.iter().map(|&i| &models[i].0).collect();
     let p = match plan(&nodes, &req) {
         Ok(p) => p,
         Err(e) => {
@@ -338,7 +341,7 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         }
     }
     let devices = if a.nics > 0 || a.gpus > 0 || a.device_weights.is_some() {
-        match rank_devices(&a, m, &p, &nodes, &per_node) {
+        match rank_devices(&a, &models, &p, &nodes, &per_node) {
             Ok(d) => Some(d),
             Err(e) => return fail(a.format, "devices", &e, None),
         }
@@ -410,10 +413,7 @@ fn to_text(
         nodes.len(),
         p.nesting.iter().map(|l| l.token()).collect::<String>(),
     );
-    let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    for (r, x) in p.placements().iter().enumerate() {
-        by_node[x.node as usize].push(r);
-    }
+    let by_node = ranks_by_node(p, nodes.len());
     let width = p.len().saturating_sub(1).to_string().len();
     for (n, ranks) in by_node.iter().enumerate() {
         s.push_str(&format!(

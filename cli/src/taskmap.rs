@@ -6,6 +6,8 @@ use clap::{Args, ValueEnum};
 use lama::slurm_layout::{expand_hostlist, StepEnv};
 use lama::taskmap::{format_ranges, parse_any, pmi, raw, TaskMap};
 
+use crate::env;
+
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum To {
     Rfc34,
@@ -53,10 +55,6 @@ pub struct TaskmapArgs {
     /// Host file for the arbitrary distribution (default: SLURM_HOSTFILE).
     #[arg(long, value_name = "FILE", requires = "from_slurm")]
     hostfile: Option<String>,
-}
-
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 fn nodelist(a: &TaskmapArgs) -> Option<String> {

@@ -181,11 +181,12 @@ impl Allocation {
         if hosts.is_empty() {
             return Err(alloc_err("no hosts"));
         }
-        for (i, h) in hosts.iter().enumerate() {
+        let mut seen = std::collections::HashSet::new();
+        for h in &hosts {
             if h.slots == 0 {
                 return Err(alloc_err(format!("host {} has 0 slots", h.name)));
             }
-            if hosts[..i].iter().any(|o| o.name == h.name) {
+            if !seen.insert(h.name.as_str()) {
                 return Err(alloc_err(format!("host {} is listed twice", h.name)));
             }
         }

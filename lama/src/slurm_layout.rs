@@ -249,8 +249,15 @@ pub fn layout(
                     lines.len()
                 )));
             }
+            // One lookup table: a step may have a million tasks on thousands of hosts.
+            let index: std::collections::HashMap<&str, usize> = hosts
+                .iter()
+                .enumerate()
+                .rev()
+                .map(|(i, h)| (h.as_str(), i))
+                .collect();
             for (t, h) in lines.iter().take(total).enumerate() {
-                let i = hosts.iter().position(|x| x == h).ok_or_else(|| {
+                let i = index.get(h.as_str()).copied().ok_or_else(|| {
                     bad(format!(
                         "host file line for task {t}: host '{h}' is not in the step's node list"
                     ))

@@ -16,6 +16,7 @@ use thiserror::Error;
 
 use crate::idset;
 use crate::level::Level;
+use crate::locality::Locality;
 
 /// A contiguous run of usable PUs, `start..end` in the node's PU order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -120,21 +121,32 @@ impl NodeTopology {
     /// CPUs only, with I/O objects.
     fn load_xml(path: &Path, whole: bool) -> Result<NodeTopology, TopologyError> {
         let name = path.display().to_string();
-        let xml = read_xml(path)?;
-        let topo = load_err(&name, || {
-            let b = Topology::builder()
-                .from_xml(&xml)
-                .map_err(|e| e.to_string())?;
-            let b = if whole {
-                b.with_flags(BuildFlags::INCLUDE_DISALLOWED)
-                    .map_err(|e| e.to_string())?
-            } else {
-                b.with_io_type_filter(TypeFilter::KeepImportant)
-                    .map_err(|e| e.to_string())?
-            };
-            b.build().map_err(|e| e.to_string())
-        })?;
+        let topo = hwloc(&name, Some(&read_xml(path)?), whole, !whole)?;
         NodeTopology::convert(&topo, &name, !whole)
+    }
+
+    /// [`NodeTopology::from_xml_file`] (or [`NodeTopology::from_xml_file_whole`] when `whole`)
+    /// and the file's devices, from one hwloc load.
+    pub fn from_xml_file_with_devices(
+        path: &Path,
+        whole: bool,
+    ) -> Result<(NodeTopology, Locality), TopologyError> {
+        let name = path.display().to_string();
+        let topo = hwloc(&name, Some(&read_xml(path)?), true, true)?;
+        Ok((
+            NodeTopology::convert(&topo, &name, !whole)?,
+            Locality::from_hwloc(&topo),
+        ))
+    }
+
+    /// [`NodeTopology::this_machine`] (or [`NodeTopology::this_machine_whole`] when `whole`), the
+    /// CPUs this process may use, and the machine's devices, from one probe.
+    pub fn this_machine_with_devices(
+        whole: bool,
+    ) -> Result<(NodeTopology, Vec<u32>, Locality), TopologyError> {
+        let topo = hwloc("this machine", None, true, true)?;
+        let node = NodeTopology::convert(&topo, "this machine", !whole)?;
+        Ok((node, allowed_cpus(&topo), Locality::from_hwloc(&topo)))
     }
 
     /// Builds a topology from an hwloc synthetic description such as `pack:2 core:4 pu:2`.
@@ -151,9 +163,7 @@ impl NodeTopology {
 
     /// Loads the machine this runs on, restricted to the CPUs this process may use.
     pub fn this_machine() -> Result<NodeTopology, TopologyError> {
-        let topo = load_err("this machine", || {
-            Topology::new().map_err(|e| e.to_string())
-        })?;
+        let topo = hwloc("this machine", None, false, false)?;
         NodeTopology::from_hwloc(&topo, "this machine")
     }
 
@@ -161,14 +171,9 @@ impl NodeTopology {
     /// over the whole node), and returns it with the CPUs this process may use (OS indexes,
     /// ascending).
     pub fn this_machine_whole() -> Result<(NodeTopology, Vec<u32>), TopologyError> {
-        let topo = whole_machine(false)?;
+        let topo = hwloc("this machine", None, true, false)?;
         let node = NodeTopology::convert(&topo, "this machine", false)?;
-        let allowed = topo
-            .allowed_cpuset()
-            .iter_set()
-            .map(|i| usize::from(i) as u32)
-            .collect();
-        Ok((node, allowed))
+        Ok((node, allowed_cpus(&topo)))
     }
 
     /// Writes this machine's whole topology (disallowed CPUs and I/O devices included) as hwloc
@@ -178,7 +183,7 @@ impl NodeTopology {
             source_name: path.display().to_string(),
             reason,
         };
-        let topo = whole_machine(true)?;
+        let topo = hwloc("this machine", None, true, true)?;
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         topo.export_xml_file(Some(&tmp), XMLExportFlags::empty())
             .map_err(|e| err(format!("cannot write {}: {e}", tmp.display())))?;
@@ -458,21 +463,40 @@ impl NodeTopology {
     }
 }
 
-/// This machine with the CPUs this process may not use (Slurm numbers cores over the whole node).
-/// `io`: keep the I/O devices too (for the cached XML, which device locality reads).
-fn whole_machine(io: bool) -> Result<Topology, TopologyError> {
-    load_err("this machine", || {
-        let b = Topology::builder()
-            .with_flags(BuildFlags::INCLUDE_DISALLOWED)
-            .map_err(|e| e.to_string())?;
-        let b = if io {
-            b.with_io_type_filter(TypeFilter::KeepImportant)
-                .map_err(|e| e.to_string())?
-        } else {
-            b
-        };
+/// Reads a node with hwloc: XML text, or this machine when `xml` is `None`. `whole` keeps the
+/// CPUs this process may not use (Slurm numbers cores over the whole node); `io` keeps the I/O
+/// devices (device locality reads them; hwloc drops them otherwise, even from XML).
+pub(crate) fn hwloc(
+    name: &str,
+    xml: Option<&str>,
+    whole: bool,
+    io: bool,
+) -> Result<Topology, TopologyError> {
+    load_err(name, || {
+        let mut b = Topology::builder();
+        if let Some(xml) = xml {
+            b = b.from_xml(xml).map_err(|e| e.to_string())?;
+        }
+        if whole {
+            b = b
+                .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+                .map_err(|e| e.to_string())?;
+        }
+        if io {
+            b = b
+                .with_io_type_filter(TypeFilter::KeepImportant)
+                .map_err(|e| e.to_string())?;
+        }
         b.build().map_err(|e| e.to_string())
     })
+}
+
+/// The CPUs (OS indexes, ascending) this process may use.
+fn allowed_cpus(topo: &Topology) -> Vec<u32> {
+    topo.allowed_cpuset()
+        .iter_set()
+        .map(|i| usize::from(i) as u32)
+        .collect()
 }
 
 /// Reads an XML file ourselves: hwlocality panics when hwloc cannot open a file it is given by

@@ -143,19 +143,8 @@ impl Lama {
             Ok(None) => {}
             Ok(Some(req)) => {
                 st.placing = true;
-                match self.place(spank, &req, &ranks, &st.host) {
-                    Ok(tasks) => st.tasks = tasks,
-                    Err(e) => st.failure = Some(e),
-                }
-                let counts = self.settings.devices(&self.user).map_err(|e| e.to_string());
-                match counts {
-                    _ if st.failure.is_some() => {}
-                    Ok((0, 0)) => {}
-                    Ok(counts) => match self.devices(spank, &st.tasks, counts, &st.host) {
-                        Ok(d) => st.devices = d,
-                        Err(e) => st.failure = Some(e),
-                    },
-                    Err(e) => st.failure = Some(e),
+                if let Err(e) = self.place(spank, &req, &ranks, &mut st) {
+                    st.failure = Some(e);
                 }
             }
             Err(e) => st.failure = Some(e.to_string()),
@@ -163,79 +152,97 @@ impl Lama {
         st
     }
 
+    /// Places this node's tasks and, when asked for, hands them their devices; the node's hwloc
+    /// topology is read once for both.
     fn place(
         &self,
         spank: &SpankHandle,
         req: &lama::Request,
         ranks: &[u32],
-        host: &str,
-    ) -> std::result::Result<Vec<TaskBinding>, String> {
-        let (topo, usable) = match &self.settings.topology {
-            Some(path) => NodeTopology::from_xml_file(path)
-                .map(|t| {
-                    let all = t.cpus();
-                    (t, all)
-                })
-                .map_err(|e| e.to_string())?,
-            None => self.machine(host)?,
-        };
+        st: &mut Step,
+    ) -> std::result::Result<(), String> {
+        let counts = self.settings.devices(&self.user).map_err(|e| e.to_string());
+        let want_devices = matches!(counts, Ok(c) if c != (0, 0));
+        let (topo, usable, loc) = self.node(&st.host, want_devices)?;
         let cores = spank
             .step_alloc_cores()
             .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
         // Slurm's cores, and of those only CPUs this slurmstepd may use (its cgroup's cpuset).
         let mut cpus = cores_to_cpus(&topo, cores).map_err(|e| e.to_string())?;
         cpus.retain(|c| usable.binary_search(c).is_ok());
-        place_node(&topo, &cpus, req, ranks).map_err(|e| e.to_string())
+        st.tasks = place_node(&topo, &cpus, req, ranks).map_err(|e| e.to_string())?;
+        let counts = counts?;
+        if let Some(loc) = loc {
+            st.devices = self.devices(spank, &loc, &st.tasks, counts)?;
+        }
+        Ok(())
     }
-}
 
-impl Lama {
-    /// The node's devices handed to its tasks: read from `topology=FILE`, slurmd's cached XML or
-    /// the machine, with the admin's weights and the GPUs Slurm gave the job.
+    /// Each task's device variables, with the admin's weights and the GPUs Slurm gave the job.
     fn devices(
         &self,
         spank: &SpankHandle,
+        loc: &Locality,
         tasks: &[TaskBinding],
         counts: (usize, usize),
-        host: &str,
     ) -> std::result::Result<Vec<Vec<(String, String)>>, String> {
-        let file = match &self.settings.topology {
-            Some(path) => Some(path.clone()),
-            None => self.cache_file(host).filter(|f| f.is_file()),
-        };
-        let loc = match file {
-            Some(f) => Locality::from_xml_file(&f),
-            None => Locality::this_machine(),
-        }
-        .map_err(|e| e.to_string())?;
         let weights = match &self.settings.weights {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
-                Some(Weights::parse(&text, &loc).map_err(|e| format!("{}: {e}", path.display()))?)
+                Some(Weights::parse(&text, loc).map_err(|e| format!("{}: {e}", path.display()))?)
             }
             None => None,
         };
-        node_devices(&loc, tasks, counts, weights.as_ref(), |k| {
+        node_devices(loc, tasks, counts, weights.as_ref(), |k| {
             spank.getenv(k).ok().flatten()
         })
         .map_err(|e| e.to_string())
     }
+}
 
+impl Lama {
     fn cache_file(&self, host: &str) -> Option<std::path::PathBuf> {
         let dir = self.settings.cache.as_ref()?;
         Some(dir.join(format!("topology-{host}.xml")))
     }
 
-    /// The whole machine and the CPUs this slurmstepd may use: from slurmd's cached XML when
-    /// there is one (fast), else probed.
-    fn machine(&self, host: &str) -> std::result::Result<(NodeTopology, Vec<u32>), String> {
+    /// The node's topology, the CPUs this slurmstepd may use and, when `devices`, the node's
+    /// devices, from one hwloc load: `topology=FILE`, else slurmd's cached XML of the whole machine
+    /// (fast), else a probe of the machine.
+    fn node(
+        &self,
+        host: &str,
+        devices: bool,
+    ) -> std::result::Result<(NodeTopology, Vec<u32>, Option<Locality>), String> {
+        let text = |e: lama::TopologyError| e.to_string();
+        if let Some(path) = &self.settings.topology {
+            let (t, loc) = if devices {
+                let (t, l) = NodeTopology::from_xml_file_with_devices(path, false).map_err(text)?;
+                (t, Some(l))
+            } else {
+                (NodeTopology::from_xml_file(path).map_err(text)?, None)
+            };
+            let all = t.cpus();
+            return Ok((t, all, loc));
+        }
         if let Some(file) = self.cache_file(host).filter(|f| f.is_file()) {
-            if let Ok(t) = NodeTopology::from_xml_file_whole(&file) {
-                return Ok((t, affinity::allowed()?));
+            let cached = if devices {
+                NodeTopology::from_xml_file_with_devices(&file, true).map(|(t, l)| (t, Some(l)))
+            } else {
+                NodeTopology::from_xml_file_whole(&file).map(|t| (t, None))
+            };
+            if let Ok((t, loc)) = cached {
+                return Ok((t, affinity::allowed()?, loc));
             }
         }
-        NodeTopology::this_machine_whole().map_err(|e| e.to_string())
+        if devices {
+            let (t, allowed, l) = NodeTopology::this_machine_with_devices(true).map_err(text)?;
+            Ok((t, allowed, Some(l)))
+        } else {
+            let (t, allowed) = NodeTopology::this_machine_whole().map_err(text)?;
+            Ok((t, allowed, None))
+        }
     }
 
     /// In slurmd at start-up (as root): save the machine's topology for the steps to load.

@@ -6,11 +6,10 @@ use std::path::Path;
 use hwlocality::object::attributes::ObjectAttributes;
 use hwlocality::object::types::{OSDeviceType, ObjectType};
 use hwlocality::object::TopologyObject;
-use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 use hwlocality::Topology;
 
 use super::{Device, Kind, Locality, LocalityError, Numa, Place, Vendor};
-use crate::topology::read_xml;
+use crate::topology::{hwloc, read_xml};
 
 fn cpus_of(obj: &TopologyObject) -> Vec<u32> {
     obj.cpuset()
@@ -95,36 +94,18 @@ impl Locality {
     /// Loads an hwloc XML file with its I/O devices.
     pub fn from_xml_file(path: &Path) -> Result<Locality, LocalityError> {
         let name = path.display().to_string();
-        let xml = read_xml(path).map_err(|e| LocalityError::Load {
-            source_name: name.clone(),
-            reason: e.to_string(),
-        })?;
-        Locality::load(&name, Some(&xml))
+        let topo = hwloc(&name, Some(&read_xml(path)?), true, true)?;
+        Ok(Locality::from_hwloc(&topo))
     }
 
     /// Probes this machine with its I/O devices.
     pub fn this_machine() -> Result<Locality, LocalityError> {
-        Locality::load("this machine", None)
-    }
-
-    /// Every CPU (allowed or not: Slurm's cores count over the whole node) and the I/O devices.
-    fn load(name: &str, xml: Option<&str>) -> Result<Locality, LocalityError> {
-        let err = |reason: String| LocalityError::Load {
-            source_name: name.to_string(),
-            reason,
-        };
-        let mut b = Topology::builder();
-        if let Some(xml) = xml {
-            b = b.from_xml(xml).map_err(|e| err(e.to_string()))?;
-        }
-        let topo = b
-            .with_flags(BuildFlags::INCLUDE_DISALLOWED)
-            .map_err(|e| err(e.to_string()))?
-            .with_io_type_filter(TypeFilter::KeepImportant)
-            .map_err(|e| err(e.to_string()))?
-            .build()
-            .map_err(|e| err(e.to_string()))?;
-        Ok(Locality::from_hwloc(&topo))
+        Ok(Locality::from_hwloc(&hwloc(
+            "this machine",
+            None,
+            true,
+            true,
+        )?))
     }
 
     /// Reads places, NUMA nodes, the `NUMALatency` matrix and devices from a loaded topology.

@@ -18,6 +18,8 @@ pub mod weights;
 
 use thiserror::Error;
 
+use crate::topology::TopologyError;
+
 pub use weights::Weights;
 
 /// Weight of one tree edge.
@@ -538,4 +540,22 @@ pub fn task_env(
         }
     }
     env
+}
+
+impl From<TopologyError> for LocalityError {
+    fn from(e: TopologyError) -> LocalityError {
+        match e {
+            TopologyError::Load {
+                source_name,
+                reason,
+            } => LocalityError::Load {
+                source_name,
+                reason,
+            },
+            other => LocalityError::Load {
+                source_name: "the topology".into(),
+                reason: other.to_string(),
+            },
+        }
+    }
 }
