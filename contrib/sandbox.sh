@@ -14,19 +14,32 @@
 #   LAMA_SANDBOX_TOPOLOGY (an hwloc XML: declare the nodes with its sockets/cores/threads),
 #   LAMA_SANDBOX_SLURMD_ENV (extra VAR=value words for the slurmd environment, e.g. HWLOC_XMLFILE=...),
 #   LAMA_SANDBOX_PORT (port base, default 16800: slurmctld on base+17, slurmd on base+101..103),
-#   LAMA_SANDBOX_CGROUP=1 (confine steps with cgroups: proctrack/cgroup, task/cgroup,task/affinity,
-#   ConstrainCores=yes; the node line must then match this machine).
+#   LAMA_SANDBOX_CGROUP=1 (the usual site setting: proctrack/cgroup, TaskPlugin=task/affinity,task/cgroup,
+#   ConstrainCores=yes; the node line must then match this machine),
+#   LAMA_SANDBOX_GPUS=N (N fake GPUs per node through GRES: character devices made with mknod under
+#   $LAMA_SANDBOX/dev, gres.conf with AutoDetect=off),
+#   LAMA_SANDBOX_CONSTRAIN_DEVICES=1 (ConstrainDevices=yes; without LAMA_SANDBOX_CGROUP=1 this uses
+#   task/cgroup alone, so that nodes may be declared bigger than the machine),
+#   LAMA_SLURM_PREFIX (run the Slurm installed in this prefix, e.g. by contrib/slurm-build.sh,
+#   instead of Debian's packages).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir=${LAMA_SANDBOX:-/tmp/lama-sandbox}
 nodes=(n1 n2 n3)
+prefix=${LAMA_SLURM_PREFIX:-}
+if [ -n "$prefix" ]; then
+  export PATH=$prefix/bin:$prefix/sbin:$PATH
+  slurm_path=$prefix/bin:$prefix/sbin:
+fi
 conf=$dir/slurm.conf
 port=${LAMA_SANDBOX_PORT:-16800}
 
 die() { echo "sandbox: $*" >&2; exit 1; }
 
 deps() {
-  local pkgs=(slurmctld slurmd slurm-client libslurm-dev munge util-linux hwloc) missing=()
+  local pkgs=(munge util-linux hwloc) missing=()
+  [ -n "$prefix" ] || pkgs+=(slurmctld slurmd slurm-client libslurm-dev)
+  [ -z "$prefix" ] || [ -x "$prefix/sbin/slurmd" ] || die "no Slurm in $prefix (build one with contrib/slurm-build.sh)"
   for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
@@ -68,10 +81,24 @@ write_conf() {
   local plug=${LAMA_SANDBOX_PLUGSTACK:-$dir/plugstack.conf}
   [ -f "$plug" ] || echo "${LAMA_SANDBOX_PLUGIN:-}" > "$plug"
   local hw; hw=$(hardware)
-  local proctrack=proctrack/linuxproc task=task/none
+  local proctrack=proctrack/linuxproc task=task/none cores=no devices=no gres="" gpus=${LAMA_SANDBOX_GPUS:-0}
   if [ "${LAMA_SANDBOX_CGROUP:-0}" = 1 ]; then
-    proctrack=proctrack/cgroup task=task/cgroup,task/affinity
-    printf 'CgroupPlugin=cgroup/v1\nConstrainCores=yes\n' > "$dir/cgroup.conf"
+    proctrack=proctrack/cgroup task=task/affinity,task/cgroup cores=yes
+  fi
+  if [ "${LAMA_SANDBOX_CONSTRAIN_DEVICES:-0}" = 1 ]; then
+    proctrack=proctrack/cgroup devices=yes
+    [ "$task" != task/none ] || task=task/cgroup
+  fi
+  # This machine offers cgroup v1 (with a v2 "unified" mount beside it, which autodetection
+  # would pick on some releases).
+  printf 'CgroupPlugin=cgroup/v1\nConstrainCores=%s\nConstrainDevices=%s\n' "$cores" "$devices" > "$dir/cgroup.conf"
+  if [ "$gpus" -gt 0 ]; then
+    # Fake NVIDIA devices (major 195): slurmd only needs them to exist as character devices, and
+    # device cgroups allow or deny them by number.
+    mkdir -p "$dir/dev"
+    for ((i = 0; i < gpus; i++)); do mknod -m 0666 "$dir/dev/nvidia$i" c 195 "$i"; done
+    printf 'AutoDetect=off\nNodeName=n[1-3] Name=gpu File=%s/dev/nvidia[0-%d]\n' "$dir" $((gpus - 1)) > "$dir/gres.conf"
+    gres="Gres=gpu:$gpus"
   fi
   cat > "$conf" <<CONF
 ClusterName=lama
@@ -98,18 +125,19 @@ SlurmdParameters=config_overrides
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 PlugStackConfig=$plug
+${gres:+GresTypes=gpu}
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=2
-NodeName=n1 NodeAddr=127.0.0.1 Port=$((port + 101)) $hw State=UNKNOWN
-NodeName=n2 NodeAddr=127.0.0.1 Port=$((port + 102)) $hw State=UNKNOWN
-NodeName=n3 NodeAddr=127.0.0.1 Port=$((port + 103)) $hw State=UNKNOWN
+NodeName=n1 NodeAddr=127.0.0.1 Port=$((port + 101)) $hw $gres State=UNKNOWN
+NodeName=n2 NodeAddr=127.0.0.1 Port=$((port + 102)) $hw $gres State=UNKNOWN
+NodeName=n3 NodeAddr=127.0.0.1 Port=$((port + 103)) $hw $gres State=UNKNOWN
 PartitionName=debug Nodes=n[1-3] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
 }
 
 clean_env() {
-  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root SLURM_CONF="$conf" ${LAMA_SANDBOX_SLURMD_ENV:-} "$@"
+  env -i PATH=${slurm_path:-}/usr/sbin:/usr/bin:/sbin:/bin HOME=/root SLURM_CONF="$conf" ${LAMA_SANDBOX_SLURMD_ENV:-} "$@"
 }
 
 start() {
@@ -162,6 +190,9 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) SLURM_CONF=$conf sinfo ;;
-  env) echo "export SLURM_CONF=$conf" ;;
+  env)
+    echo "export SLURM_CONF=$conf"
+    [ -z "$prefix" ] || echo "export PATH=$prefix/bin:$prefix/sbin:\$PATH"
+    ;;
   *) die "usage: $0 start|stop|status|env" ;;
 esac

@@ -1,24 +1,209 @@
-//! Reads the installed Slurm's version so that Slurm accepts the plugin: it refuses plugins built
-//! for another major.minor release.
-use std::path::PathBuf;
+//! Builds the plugin for one Slurm release: the headers in `SLURM_INCLUDE_DIR` (a Slurm prefix's
+//! `include/`, or a folder holding `slurm/spank.h` and `slurm/slurm_version.h`; default
+//! `/usr/include`).
+//!
+//! - `SLURM_VERSION_NUMBER` becomes the plugin's version: Slurm refuses a SPANK plugin built for
+//!   another major.minor release, loudly, at load time.
+//! - `slurm-spank` is compiled from its pre-generated bindings (`SKIP_SLURM_BINDINGS`, set in
+//!   `.cargo/config.toml`), so the headers must declare the same SPANK interface: the item and
+//!   context numbers, the error numbers (`slurm_errno.h`) and the option structure. They are the same from 22.05 to 26.05;
+//!   headers that differ stop the build here instead of yielding a plugin that half works.
+use std::path::{Path, PathBuf};
 use std::process::exit;
+
+/// `enum spank_item`, in order (each member's value is its position).
+const ITEMS: &[&str] = &[
+    "S_JOB_UID",
+    "S_JOB_GID",
+    "S_JOB_ID",
+    "S_JOB_STEPID",
+    "S_JOB_NNODES",
+    "S_JOB_NODEID",
+    "S_JOB_LOCAL_TASK_COUNT",
+    "S_JOB_TOTAL_TASK_COUNT",
+    "S_JOB_NCPUS",
+    "S_JOB_ARGV",
+    "S_JOB_ENV",
+    "S_TASK_ID",
+    "S_TASK_GLOBAL_ID",
+    "S_TASK_EXIT_STATUS",
+    "S_TASK_PID",
+    "S_JOB_PID_TO_GLOBAL_ID",
+    "S_JOB_PID_TO_LOCAL_ID",
+    "S_JOB_LOCAL_TO_GLOBAL_ID",
+    "S_JOB_GLOBAL_TO_LOCAL_ID",
+    "S_JOB_SUPPLEMENTARY_GIDS",
+    "S_SLURM_VERSION",
+    "S_SLURM_VERSION_MAJOR",
+    "S_SLURM_VERSION_MINOR",
+    "S_SLURM_VERSION_MICRO",
+    "S_STEP_CPUS_PER_TASK",
+    "S_JOB_ALLOC_CORES",
+    "S_JOB_ALLOC_MEM",
+    "S_STEP_ALLOC_CORES",
+    "S_STEP_ALLOC_MEM",
+    "S_SLURM_RESTART_COUNT",
+    "S_JOB_ARRAY_ID",
+    "S_JOB_ARRAY_TASK_ID",
+];
+
+/// `enum spank_context`, in order.
+const CONTEXTS: &[&str] = &[
+    "S_CTX_ERROR",
+    "S_CTX_LOCAL",
+    "S_CTX_REMOTE",
+    "S_CTX_ALLOCATOR",
+    "S_CTX_SLURMD",
+    "S_CTX_JOB_SCRIPT",
+];
+
+/// The SPANK members of `slurm_errno.h`'s error enum, from `ESPANK_ERROR = 3000` on, in order
+/// (25.05 appended two; members after these are allowed).
+const ERRORS: &[&str] = &[
+    "ESPANK_ERROR",
+    "ESPANK_BAD_ARG",
+    "ESPANK_NOT_TASK",
+    "ESPANK_ENV_EXISTS",
+    "ESPANK_ENV_NOEXIST",
+    "ESPANK_NOSPACE",
+    "ESPANK_NOT_REMOTE",
+    "ESPANK_NOEXIST",
+    "ESPANK_NOT_EXECD",
+    "ESPANK_NOT_AVAIL",
+    "ESPANK_NOT_LOCAL",
+];
+
+/// `struct spank_option`'s members.
+const OPTION_FIELDS: &[&str] = &["name", "arginfo", "usage", "has_arg", "val", "cb"];
+
+fn die(msg: String) -> ! {
+    eprintln!("lama-spank: {msg}");
+    exit(1);
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| {
+        die(format!(
+            "cannot read {}: {e}; install libslurm-dev (contrib/deps.sh) or set SLURM_INCLUDE_DIR to a Slurm's include folder",
+            path.display()
+        ))
+    })
+}
+
+/// The text between `opening` and the next `}` with C comments removed.
+fn body<'a>(text: &'a str, opening: &str) -> Option<&'a str> {
+    let start = text.find(opening)? + opening.len();
+    let rest = &text[start..];
+    let open = rest.find('{')?;
+    let close = rest[open..].find('}')?;
+    Some(&rest[open + 1..open + close])
+}
+
+fn strip_comments(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("/*") {
+        out.push_str(&rest[..i]);
+        rest = match rest[i..].find("*/") {
+            Some(j) => &rest[i + j + 2..],
+            None => "",
+        };
+    }
+    out.push_str(rest);
+    out.lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Enum members in order; an explicit `= N` must equal the member's position.
+fn enum_members(text: &str, name: &str, header: &Path) -> Vec<String> {
+    let Some(b) = body(text, &format!("enum {name}")) else {
+        die(format!("{}: no enum {name}", header.display()));
+    };
+    let mut out = Vec::new();
+    for (i, m) in strip_comments(b)
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .enumerate()
+    {
+        let mut parts = m.splitn(2, '=');
+        let ident = parts.next().unwrap_or("").trim().to_string();
+        if let Some(v) = parts.next() {
+            if v.trim().parse::<usize>().ok() != Some(i) {
+                die(format!(
+                    "{}: enum {name} member {ident} = {} is not at its position {i}",
+                    header.display(),
+                    v.trim()
+                ));
+            }
+        }
+        out.push(ident);
+    }
+    out
+}
+
+fn struct_fields(text: &str, name: &str, header: &Path) -> Vec<String> {
+    let Some(b) = body(text, &format!("struct {name} ")) else {
+        die(format!("{}: no struct {name}", header.display()));
+    };
+    strip_comments(b)
+        .split(';')
+        .filter_map(|decl| {
+            decl.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .rfind(|w| !w.is_empty())
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// The `ESPANK_*` members of `slurm_errno.h`, which must start at 3000.
+fn spank_errors(text: &str, header: &Path) -> Vec<String> {
+    let text = strip_comments(text);
+    let mut names = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if !line.starts_with("ESPANK_") {
+            continue;
+        }
+        let ident: String = line
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if names.is_empty() {
+            let value = line.split('=').nth(1).map(|v| v.trim().trim_end_matches(','));
+            if value != Some("3000") {
+                die(format!("{}: {ident} is not 3000", header.display()));
+            }
+        }
+        names.push(ident);
+    }
+    names
+}
+
+fn check(what: &str, got: &[String], want: &[&str], header: &Path, prefix: bool) {
+    let n = if prefix { want.len().min(got.len()) } else { got.len() };
+    if n != want.len() || got[..n].iter().map(String::as_str).ne(want.iter().copied()) {
+        die(format!(
+            "{} declares {what} as [{}], but this plugin's SPANK bindings are [{}]: they were checked for Slurm 22.05 to 26.05; a release that changed them needs new bindings (see README, Installing on a site)",
+            header.display(),
+            got.join(" "),
+            want.join(" ")
+        ));
+    }
+}
 
 fn main() {
     let dir = std::env::var("SLURM_INCLUDE_DIR").unwrap_or_else(|_| "/usr/include".into());
-    let header = PathBuf::from(dir).join("slurm/slurm_version.h");
+    let version_h = PathBuf::from(&dir).join("slurm/slurm_version.h");
+    let spank_h = PathBuf::from(&dir).join("slurm/spank.h");
+    let errno_h = PathBuf::from(&dir).join("slurm/slurm_errno.h");
     println!("cargo:rerun-if-env-changed=SLURM_INCLUDE_DIR");
-    println!("cargo:rerun-if-changed={}", header.display());
-    let text = match std::fs::read_to_string(&header) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!(
-                "cannot read {}: {e}; install libslurm-dev (contrib/deps.sh) or set SLURM_INCLUDE_DIR",
-                header.display()
-            );
-            exit(1);
-        }
-    };
-    let version = text.lines().find_map(|l| {
+    println!("cargo:rerun-if-changed={}", version_h.display());
+    println!("cargo:rerun-if-changed={}", spank_h.display());
+    println!("cargo:rerun-if-changed={}", errno_h.display());
+
+    let version = read(&version_h).lines().find_map(|l| {
         let mut w = l.split_whitespace();
         match (w.next(), w.next(), w.next()) {
             (Some("#define"), Some("SLURM_VERSION_NUMBER"), Some(v)) => {
@@ -28,18 +213,47 @@ fn main() {
         }
     });
     let Some(version) = version else {
-        eprintln!("no SLURM_VERSION_NUMBER in {}", header.display());
-        exit(1);
+        die(format!("no SLURM_VERSION_NUMBER in {}", version_h.display()));
     };
-    let out = match std::env::var("OUT_DIR") {
-        Ok(o) => PathBuf::from(o).join("slurm_version.rs"),
-        Err(_) => exit(1),
+
+    let spank = read(&spank_h);
+    check(
+        "enum spank_item",
+        &enum_members(&spank, "spank_item", &spank_h),
+        ITEMS,
+        &spank_h,
+        false,
+    );
+    check(
+        "enum spank_context",
+        &enum_members(&spank, "spank_context", &spank_h),
+        CONTEXTS,
+        &spank_h,
+        false,
+    );
+    check(
+        "the SPANK error codes",
+        &spank_errors(&read(&errno_h), &errno_h),
+        ERRORS,
+        &errno_h,
+        true,
+    );
+    check(
+        "struct spank_option",
+        &struct_fields(&spank, "spank_option", &spank_h),
+        OPTION_FIELDS,
+        &spank_h,
+        false,
+    );
+
+    let Ok(out) = std::env::var("OUT_DIR") else {
+        die("cargo did not set OUT_DIR".into());
     };
+    let out = PathBuf::from(out).join("slurm_version.rs");
     let code = format!(
         "/// The Slurm release this plugin was built against (`SLURM_VERSION_NUMBER`).\npub const SLURM_VERSION: u32 = {version:#x};\n"
     );
     if let Err(e) = std::fs::write(&out, code) {
-        eprintln!("cannot write {}: {e}", out.display());
-        exit(1);
+        die(format!("cannot write {}: {e}", out.display()));
     }
 }

@@ -116,3 +116,21 @@ mod tests {
         assert!(parse_list("1,,2").is_err());
     }
 }
+
+/// A CPU set as a hexadecimal mask the way Slurm writes them (`0x3` for CPUs 0 and 1, `0x0` for
+/// none), most significant digit first.
+pub fn hex_mask(cpus: &[u32]) -> String {
+    let Some(&max) = cpus.iter().max() else {
+        return "0x0".into();
+    };
+    let mut nibbles = vec![0u8; max as usize / 4 + 1];
+    for &c in cpus {
+        nibbles[c as usize / 4] |= 1 << (c % 4);
+    }
+    let digits: String = nibbles
+        .iter()
+        .rev()
+        .map(|&n| char::from_digit(u32::from(n), 16).map_or('0', |c| c.to_ascii_uppercase()))
+        .collect();
+    format!("0x{digits}")
+}

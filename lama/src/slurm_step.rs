@@ -459,8 +459,14 @@ fn build(o: &Options, np: Option<usize>) -> Result<Request, SpecError> {
 
 /// The CPUs (OS indexes) of the cores Slurm gave a step on a node (`S_STEP_ALLOC_CORES`, Slurm's
 /// abstract core numbers: the k-th core of the node in hwloc's logical order). A machine without
-/// core objects counts its PUs as cores.
-pub fn cores_to_cpus(topo: &NodeTopology, cores: &str) -> Result<Vec<u32>, StepError> {
+/// core objects counts its PUs as cores. `threads_per_core` (`SLURM_THREADS_PER_CORE`, from
+/// `--hint=nomultithread` or `--threads-per-core=N`) keeps only each core's first N hardware
+/// threads, in hwloc's logical order.
+pub fn cores_to_cpus(
+    topo: &NodeTopology,
+    cores: &str,
+    threads_per_core: Option<u32>,
+) -> Result<Vec<u32>, StepError> {
     let ids = parse_list(cores)
         .map_err(|e| StepError::Cpus(format!("Slurm's core list '{cores}' cannot be read: {e}")))?;
     let pus = topo.pus();
@@ -480,6 +486,10 @@ pub fn cores_to_cpus(topo: &NodeTopology, cores: &str) -> Result<Vec<u32>, StepE
                 spans.len()
             ))
         })?;
+        let b = match threads_per_core {
+            Some(n) => b.min(a.saturating_add(n.max(1))),
+            None => b,
+        };
         out.extend_from_slice(&pus[a as usize..b as usize]);
     }
     out.sort_unstable();
@@ -551,6 +561,75 @@ pub fn check_node(map: &TaskMap, nodeid: u32, ranks: &[u32]) -> Result<(), StepE
             format_list(&got),
             format_list(&want)
         )))
+    }
+}
+
+/// The `SLURM_CPU_BIND*` variables describing lama's binding of a node's tasks, replacing those
+/// Slurm's task plugin wrote for its own binding (`previous`, the task's `SLURM_CPU_BIND`, keeps
+/// its `verbose`/`quiet` word). `local` holds each task's CPUs in Slurm's local task order, as
+/// Slurm lists its masks.
+pub fn cpu_bind_env(previous: &str, local: &[&[u32]]) -> Vec<(String, String)> {
+    let verbose = if previous.split(',').any(|w| w == "verbose") {
+        "verbose"
+    } else {
+        "quiet"
+    };
+    let list = local
+        .iter()
+        .map(|c| crate::idset::hex_mask(c))
+        .collect::<Vec<_>>()
+        .join(",");
+    vec![
+        ("SLURM_CPU_BIND".into(), format!("{verbose},mask_cpu:{list}")),
+        ("SLURM_CPU_BIND_TYPE".into(), "mask_cpu:".into()),
+        ("SLURM_CPU_BIND_LIST".into(), list),
+        ("SLURM_CPU_BIND_VERBOSE".into(), verbose.into()),
+    ]
+}
+
+/// How a step's task map was checked against Slurm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapCheck {
+    /// Against the tasks Slurm's items put on this node ([`check_node`]).
+    Node,
+    /// One component of a heterogeneous step: Slurm's items count tasks and nodes within the
+    /// component, while the layout Slurm exports (and so the map) spans the whole step, as do the
+    /// `SLURM_PROCID` and `SLURM_NODEID` slurmstepd writes for each task. Each task is checked
+    /// with those ([`check_task`]).
+    PerTask,
+}
+
+/// Checks a step's task map (computed from the step's environment) against Slurm's items: this
+/// node's id, the global ids of its tasks, and the step's task count. `het_size` is the number
+/// of components of a heterogeneous step (`SLURM_HET_SIZE`), if any: there the map covers every
+/// component, and is checked per task instead.
+pub fn check_step_map(
+    map: &TaskMap,
+    nodeid: u32,
+    ranks: &[u32],
+    total: u32,
+    het_size: Option<u32>,
+) -> Result<MapCheck, StepError> {
+    if het_size.is_some_and(|n| n > 1) && map.total_tasks() > u64::from(total) {
+        return Ok(MapCheck::PerTask);
+    }
+    check_node(map, nodeid, ranks).map(|_| MapCheck::Node)
+}
+
+/// Checks that the map puts task `procid` on node `nodeid` (the `SLURM_PROCID` and
+/// `SLURM_NODEID` slurmstepd wrote for a task of a heterogeneous step).
+pub fn check_task(map: &TaskMap, procid: &str, nodeid: &str) -> Result<(), StepError> {
+    let (Ok(task), Ok(node)) = (procid.trim().parse::<u64>(), nodeid.trim().parse::<u64>()) else {
+        return Err(StepError::Layout(format!(
+            "Slurm's task ids cannot be read (SLURM_PROCID '{procid}', SLURM_NODEID '{nodeid}')"
+        )));
+    };
+    match map.node_of(task) {
+        Some(n) if n == node => Ok(()),
+        got => Err(StepError::Layout(format!(
+            "the task map from the step's layout puts task {task} on node {}, Slurm runs it on node {node}",
+            got.map_or_else(|| "none".to_string(), |n| n.to_string())
+        ))),
     }
 }
 

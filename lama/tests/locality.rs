@@ -354,6 +354,15 @@ fn gpus_the_job_was_given() {
         .then(|| "GPU-1a2b".to_string()))
     .is_err());
     assert_eq!(allowed_gpus(&loc, |_| None).expect("env"), None);
+    // Slurm says it gave 2 GPUs but not which (--gpu-bind=none): no guess.
+    let e = allowed_gpus(&loc, |k| (k == "SLURM_GPUS_ON_NODE").then(|| "2".to_string()))
+        .expect_err("unknown GPUs");
+    assert!(e.to_string().contains("gave the step 2 GPU(s)"), "{e}");
+    assert_eq!(
+        allowed_gpus(&loc, |k| (k == "SLURM_GPUS_ON_NODE").then(|| "0".to_string()))
+            .expect("env"),
+        None
+    );
 }
 
 prop_compose! {

@@ -4,8 +4,9 @@
 use lama::locality::Locality;
 use lama::slurm_layout::StepEnv;
 use lama::slurm_step::{
-    check_node, cores_to_cpus, node_devices, place_node, Apply, Options, Settings, StepError,
+    check_node, check_step_map, cpu_bind_env, check_task, cores_to_cpus, MapCheck, node_devices, place_node, Apply, Options, Settings, StepError,
 };
+use lama::taskmap::TaskMap;
 use lama::{Level, NodeTopology};
 
 fn user(pairs: &[(&str, Option<&str>)]) -> Options {
@@ -143,14 +144,26 @@ fn option_errors_name_the_option_value_and_source() {
 fn slurm_cores_are_logical_cores_of_the_whole_node() {
     // pack:2 core:2 pu:2: core k holds OS PUs 2k and 2k+1.
     let t = NodeTopology::from_synthetic("pack:2 core:2 pu:2").unwrap();
-    assert_eq!(cores_to_cpus(&t, "1,3").unwrap(), vec![2, 3, 6, 7]);
+    assert_eq!(cores_to_cpus(&t, "1,3", None).unwrap(), vec![2, 3, 6, 7]);
     assert_eq!(
-        cores_to_cpus(&t, "0-3").unwrap(),
+        cores_to_cpus(&t, "0-3", None).unwrap(),
         (0..8).collect::<Vec<_>>()
     );
-    let e = err_text(cores_to_cpus(&t, "4"));
+    let e = err_text(cores_to_cpus(&t, "4", None));
     assert!(e.contains("core 4") && e.contains("4 cores"), "{e}");
-    assert!(err_text(cores_to_cpus(&t, "x")).contains("'x'"));
+    assert!(err_text(cores_to_cpus(&t, "x", None)).contains("'x'"));
+    // --hint=nomultithread: the first hardware thread of each core; more threads than the core
+    // has keep them all.
+    assert_eq!(cores_to_cpus(&t, "1,3", Some(1)).unwrap(), vec![2, 6]);
+    assert_eq!(cores_to_cpus(&t, "1,3", Some(4)).unwrap(), vec![2, 3, 6, 7]);
+    // On the 2x8x2 Intel XML, OS indexes of a core's threads are k and k+16.
+    let x = NodeTopology::from_xml_file(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/topologies/32em64t-2n8c2t-pci-normalio.xml"
+    )))
+    .unwrap();
+    assert_eq!(cores_to_cpus(&x, "0,8", None).unwrap(), vec![0, 8, 16, 24]);
+    assert_eq!(cores_to_cpus(&x, "0,8", Some(1)).unwrap(), vec![0, 8]);
 }
 
 #[test]
@@ -273,4 +286,43 @@ fn node_devices_follow_the_placement() {
         e.to_string(),
         "1 NIC(s) per task asked for, but this node has 0"
     );
+}
+
+#[test]
+fn heterogeneous_step_maps_are_checked_per_task() {
+    // `srun -N1 -n2 : -N2 -n3`: Slurm exports the whole step's layout (2,2,1 over n[1-3]), while
+    // on n3 its items say node 1 of the second component, holding that component's task 2 of 3.
+    let map = TaskMap::encode(&[0, 0, 1, 1, 2]);
+    assert_eq!(
+        check_step_map(&map, 1, &[2], 3, Some(2)),
+        Ok(MapCheck::PerTask)
+    );
+    // The same items without a heterogeneous step are a disagreement.
+    assert!(check_step_map(&map, 1, &[2], 3, None).is_err());
+    // An ordinary step, even with SLURM_HET_SIZE set by hand, is checked against the items.
+    assert_eq!(
+        check_step_map(&map, 2, &[4], 5, Some(2)),
+        Ok(MapCheck::Node)
+    );
+    assert!(check_step_map(&map, 0, &[4], 5, Some(2)).is_err());
+    // Per task: SLURM_PROCID 4 runs on SLURM_NODEID 2.
+    assert!(check_task(&map, "4", "2").is_ok());
+    let e = err_text(check_task(&map, "4", "1"));
+    assert!(e.contains("puts task 4 on node 2, Slurm runs it on node 1"), "{e}");
+    assert!(err_text(check_task(&map, "9", "2")).contains("on node none"));
+    assert!(err_text(check_task(&map, "x", "2")).contains("cannot be read"));
+}
+
+#[test]
+fn slurm_cpu_bind_describes_lamas_binding() {
+    // Slurm wrote its own masks (cores 0 and 1); lama bound local task 0 to CPUs 2-3 and local
+    // task 1 to CPU 0 and CPU 9: masks 0xC and 0x201, in local task order.
+    let env = cpu_bind_env("verbose,mask_cpu:0x1,0x2", &[&[2, 3], &[0, 9]]);
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!(get("SLURM_CPU_BIND"), Some("verbose,mask_cpu:0xC,0x201"));
+    assert_eq!(get("SLURM_CPU_BIND_TYPE"), Some("mask_cpu:"));
+    assert_eq!(get("SLURM_CPU_BIND_LIST"), Some("0xC,0x201"));
+    assert_eq!(get("SLURM_CPU_BIND_VERBOSE"), Some("verbose"));
+    let env = cpu_bind_env("quiet,none", &[&[64]]);
+    assert_eq!(env[0].1, "quiet,mask_cpu:0x10000000000000000");
 }

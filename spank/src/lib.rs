@@ -1,7 +1,9 @@
 //! The `lama` SPANK plugin. In srun and sbatch it registers and checks the `--lama-*` options;
 //! in slurmstepd, once per node per step, it places that node's tasks on the CPUs Slurm gave the
-//! step, chooses each task's nearest NICs and GPUs when asked, and computes the step's
-//! `TASK_MAP`; per task it binds and exports `TASK_MAP`, `LAMA_CPUS` and the device variables. All decisions are made by `lama::slurm_step`; this crate only talks to Slurm.
+//! step, loads the node's NICs and GPUs when asked for, and computes the step's `TASK_MAP`; per
+//! task it binds, chooses the task's nearest devices among those Slurm gave it, and exports
+//! `TASK_MAP`, `LAMA_CPUS` and the device variables. All decisions are made by
+//! `lama::slurm_step`; this crate only talks to Slurm.
 //!
 //! Failures never unwind into Slurm: a placement error is kept and reported by every task's
 //! `task_init`, which then fails so that no task of the step starts (Slurm 22.05 lets srun exit 0
@@ -14,9 +16,10 @@ use lama::idset::format_list;
 use lama::locality::{Locality, Weights};
 use lama::slurm_layout::StepEnv;
 use lama::slurm_step::{
-    check_node, cores_to_cpus, node_devices, place_node, Options, Settings, TaskBinding, OPTIONS,
+    check_step_map, check_task, cores_to_cpus, cpu_bind_env, node_devices, place_node, MapCheck,
+    Options, Settings, TaskBinding, OPTIONS,
 };
-use lama::taskmap::rfc34;
+use lama::taskmap::{rfc34, TaskMap};
 use lama::NodeTopology;
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle, SpankOption, SPANK_PLUGIN};
 
@@ -55,6 +58,16 @@ struct Lama {
     step: Option<Step>,
 }
 
+/// What each task needs to choose its devices. The choice is made per task because Slurm's GPU
+/// plugin writes the GPUs it gave (`CUDA_VISIBLE_DEVICES`, `SLURM_STEP_GPUS`, ...) into each
+/// task's environment after `user_init`, replacing whatever the user had set.
+struct Devices {
+    loc: Locality,
+    weights: Option<Weights>,
+    /// NICs and GPUs per task.
+    counts: (usize, usize),
+}
+
 /// What `user_init` decided for this node, used by every task.
 #[derive(Default)]
 struct Step {
@@ -67,10 +80,16 @@ struct Step {
     /// Whether TASK_MAP is lama's business in this step.
     manage_taskmap: bool,
     taskmap: Option<String>,
+    /// Set in a heterogeneous step, whose map each task checks against its own ids.
+    per_task_map: Option<TaskMap>,
+    /// A component of a heterogeneous step: Slurm's items count within the component.
+    het: bool,
+    /// The global ids of this node's tasks in Slurm's local order.
+    local_ranks: Vec<u32>,
     /// Placed tasks in rank order; empty when placement does not apply.
     tasks: Vec<TaskBinding>,
-    /// Per placed task, its device variables (`--lama-nics`, `--lama-gpus`).
-    devices: Vec<Vec<(String, String)>>,
+    /// The node's devices, when `--lama-nics` / `--lama-gpus` ask for some.
+    devices: Option<Devices>,
     placing: bool,
     /// False with `topology=FILE`: CPUs are computed and exported, not bound.
     bind: bool,
@@ -124,21 +143,34 @@ impl Lama {
                 return st;
             }
         };
+        let het_size = ["SLURM_HET_SIZE", "SLURM_PACK_SIZE"]
+            .iter()
+            .find_map(|k| spank.getenv(k).ok().flatten()?.trim().parse::<u32>().ok());
+        st.het = het_size.is_some_and(|n| n > 1);
         if st.manage_taskmap {
             let env = StepEnv::from_lookup(|n| spank.getenv(n).ok().flatten());
             let map = env
                 .taskmap(|p| std::fs::read_to_string(p))
                 .map_err(|e| e.to_string())
                 .and_then(|m| {
-                    check_node(&m, st.nodeid, &ranks)
-                        .map(|_| m)
+                    let total = spank.job_total_task_count().map_err(|e| {
+                        format!("cannot read the step's task count from Slurm: {e}")
+                    })?;
+                    check_step_map(&m, st.nodeid, &ranks, total, het_size)
+                        .map(|how| (m, how))
                         .map_err(|e| e.to_string())
                 });
             match map {
-                Ok(m) => st.taskmap = Some(rfc34::encode_wrapped(&m)),
+                Ok((m, how)) => {
+                    st.taskmap = Some(rfc34::encode_wrapped(&m));
+                    if how == MapCheck::PerTask {
+                        st.per_task_map = Some(m);
+                    }
+                }
                 Err(e) => st.warning = Some(format!("TASK_MAP not exported: {e}")),
             }
         }
+        st.local_ranks = ranks.clone();
         match self.settings.request(&self.user, Some(ranks.len())) {
             Ok(None) => {}
             Ok(Some(req)) => {
@@ -168,36 +200,64 @@ impl Lama {
             .step_alloc_cores()
             .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
         // Slurm's cores, and of those only CPUs this slurmstepd may use (its cgroup's cpuset).
-        let mut cpus = cores_to_cpus(&topo, cores).map_err(|e| e.to_string())?;
+        // --hint=nomultithread and --threads-per-core=N: only the first N threads of each core.
+        let threads = spank
+            .getenv("SLURM_THREADS_PER_CORE")
+            .ok()
+            .flatten()
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        let mut cpus = cores_to_cpus(&topo, cores, threads).map_err(|e| e.to_string())?;
         cpus.retain(|c| usable.binary_search(c).is_ok());
         st.tasks = place_node(&topo, &cpus, req, ranks).map_err(|e| e.to_string())?;
         let counts = counts?;
         if let Some(loc) = loc {
-            st.devices = self.devices(spank, &loc, &st.tasks, counts)?;
+            let weights = match &self.settings.weights {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path).map_err(|e| {
+                        format!("cannot read weights file {}: {e}", path.display())
+                    })?;
+                    let w = Weights::parse(&text, &loc)
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    Some(w)
+                }
+                None => None,
+            };
+            // Checked here with this node's own devices, so that a node without enough of them
+            // fails the step before any task starts; each task chooses again with its GPUs.
+            node_devices(&loc, &st.tasks, counts, weights.as_ref(), |_| None)
+                .map_err(|e| e.to_string())?;
+            st.devices = Some(Devices {
+                loc,
+                weights,
+                counts,
+            });
         }
         Ok(())
     }
+}
 
-    /// Each task's device variables, with the admin's weights and the GPUs Slurm gave the job.
-    fn devices(
+impl Devices {
+    /// Task `i`'s device variables: the node's tasks share the devices this task may use (the
+    /// GPUs Slurm wrote into its environment), so tasks that see the same GPUs agree.
+    fn for_task(
         &self,
         spank: &SpankHandle,
-        loc: &Locality,
         tasks: &[TaskBinding],
-        counts: (usize, usize),
-    ) -> std::result::Result<Vec<Vec<(String, String)>>, String> {
-        let weights = match &self.settings.weights {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
-                Some(Weights::parse(&text, loc).map_err(|e| format!("{}: {e}", path.display()))?)
-            }
-            None => None,
-        };
-        node_devices(loc, tasks, counts, weights.as_ref(), |k| {
-            spank.getenv(k).ok().flatten()
-        })
-        .map_err(|e| e.to_string())
+        i: usize,
+    ) -> std::result::Result<Vec<(String, String)>, String> {
+        let mut all = node_devices(
+            &self.loc,
+            tasks,
+            self.counts,
+            self.weights.as_ref(),
+            |k| spank.getenv(k).ok().flatten(),
+        )
+        .map_err(|e| e.to_string())?;
+        if i < all.len() {
+            Ok(all.swap_remove(i))
+        } else {
+            Ok(Vec::new())
+        }
     }
 }
 
@@ -376,9 +436,21 @@ unsafe impl Plugin for Lama {
             }
         }
         if st.manage_taskmap {
-            match &st.taskmap {
-                Some(m) => spank.setenv("TASK_MAP", m, true)?,
-                None => spank.unsetenv("TASK_MAP")?,
+            // slurmstepd has written this task's SLURM_PROCID and SLURM_NODEID by now.
+            let checked = match &st.per_task_map {
+                Some(map) => {
+                    let var = |k: &str| spank.getenv(k).ok().flatten().unwrap_or_default();
+                    check_task(map, &var("SLURM_PROCID"), &var("SLURM_NODEID"))
+                }
+                None => Ok(()),
+            };
+            match (&st.taskmap, checked) {
+                (Some(m), Ok(())) => spank.setenv("TASK_MAP", m, true)?,
+                (Some(_), Err(e)) => {
+                    eprintln!("lama: warning: TASK_MAP not exported: {e}");
+                    spank.unsetenv("TASK_MAP")?;
+                }
+                (None, _) => spank.unsetenv("TASK_MAP")?,
             }
         }
         if !st.placing {
@@ -394,6 +466,13 @@ unsafe impl Plugin for Lama {
         let t = &st.tasks[i];
         let list = format_list(&t.cpus);
         spank.setenv("LAMA_CPUS", &list, true)?;
+        // Set when Slurm's task plugin bound the task (task/affinity); lama's binding replaces it.
+        let slurm_bind = spank.getenv("SLURM_CPU_BIND").ok().flatten();
+        let before = if st.verbose && st.bind && slurm_bind.is_some() {
+            affinity::allowed().ok()
+        } else {
+            None
+        };
         if st.bind {
             if let Err(e) = affinity::bind(&t.cpus) {
                 eprintln!(
@@ -402,9 +481,29 @@ unsafe impl Plugin for Lama {
                 );
                 return Err(Box::new(Reported));
             }
+            if let Some(previous) = slurm_bind {
+                let local: Vec<&[u32]> = st
+                    .local_ranks
+                    .iter()
+                    .filter_map(|r| st.tasks.binary_search_by_key(r, |t| t.rank).ok())
+                    .map(|j| st.tasks[j].cpus.as_slice())
+                    .collect();
+                for (k, v) in cpu_bind_env(&previous, &local) {
+                    spank.setenv(&k, &v, true)?;
+                }
+            }
         }
-        let devices = st.devices.get(i).map(Vec::as_slice).unwrap_or_default();
-        for (k, v) in devices {
+        let devices = match &st.devices {
+            Some(d) => match d.for_task(spank, &st.tasks, i) {
+                Ok(v) => v,
+                Err(e) => {
+                    eprintln!("lama: error: task {rank} on {}: {e}", st.host);
+                    return Err(Box::new(Reported));
+                }
+            },
+            None => Vec::new(),
+        };
+        for (k, v) in &devices {
             spank.setenv(k, v, true)?;
         }
         if st.verbose {
@@ -422,9 +521,21 @@ unsafe impl Plugin for Lama {
             } else {
                 String::new()
             };
+            let replaced = match before {
+                Some(b) if b != t.cpus => format!(" (replaces Slurm's cpus {})", format_list(&b)),
+                _ => String::new(),
+            };
+            // In a heterogeneous step, the ids the task sees span every component.
+            let id = |k: &str, own: u32| match spank.getenv(k) {
+                Ok(Some(v)) if st.het => v,
+                _ => own.to_string(),
+            };
             eprintln!(
-                "lama: task {rank} on {} (node {}): {how} cpus {list} {}{shown}{cost}",
-                st.host, st.nodeid, t.picture
+                "lama: task {} on {} (node {}): {how} cpus {list} {}{shown}{replaced}{cost}",
+                id("SLURM_PROCID", rank),
+                st.host,
+                id("SLURM_NODEID", st.nodeid),
+                t.picture
             );
         }
         Ok(())

@@ -54,9 +54,11 @@ per_node() {
 # Every task finds in TASK_MAP the node Slurm really ran it on.
 taskmap_case() {
   local name=$1; shift
-  local out lines agree n
+  local out lines agree n nodes=-N3
   n=$(grep -oE -- '-n ?[0-9]+' <<<"$*" | grep -oE '[0-9]+')
-  out=$(run --overcommit -N3 "$@" bash -c \
+  # The host file decides the nodes of an arbitrary layout (26.05's srun refuses -N with it).
+  [[ " $* " == *" -m arbitrary "* ]] && nodes=""
+  out=$(run --overcommit $nodes "$@" bash -c \
     'echo "$SLURM_PROCID $SLURM_NODEID $('"$lama"' taskmap --nodeid=$SLURM_PROCID 2>&1) $TASK_MAP"' 2>&1)
   lines=$(grep -cE '^[0-9]+ [0-9]+ ' <<<"$out")
   agree=$(awk '$2 == $3' <<<"$out" | wc -l)

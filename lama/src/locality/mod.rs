@@ -430,6 +430,8 @@ pub struct AllowedGpus {
 /// Returns `None` when none is set (every GPU of the node counts), else the allowed devices and,
 /// per device, the entry to export for it (Slurm may number the GPUs it gives from 0:
 /// then `SLURM_STEP_GPUS` / `SLURM_JOB_GPUS` name the hardware indexes, entry by entry).
+/// When `SLURM_GPUS_ON_NODE` says Slurm gave GPUs but no vendor variable names them (as with
+/// `--gpu-bind=none`), lama cannot tell which GPUs are the step's: that is an error.
 pub fn allowed_gpus(
     loc: &Locality,
     get: impl Fn(&str) -> Option<String>,
@@ -475,6 +477,14 @@ pub fn allowed_gpus(
                     names.push((d, entry.to_string()));
                 }
             }
+        }
+    }
+    if !any {
+        let given = get("SLURM_GPUS_ON_NODE").and_then(|v| v.trim().parse::<u32>().ok());
+        if let Some(n) = given.filter(|&n| n > 0) {
+            return Err(LocalityError::Allowed(format!(
+                "Slurm gave the step {n} GPU(s) on this node but did not say which (no CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK, as with --gpu-bind=none); drop --gpu-bind=none or the GPU request to lama"
+            )));
         }
     }
     Ok(any.then_some(AllowedGpus {
