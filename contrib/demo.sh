@@ -6,6 +6,8 @@
 #   start (default)  install what is missing, build, start the cluster, run the demo steps, and
 #                    leave the cluster running for your own srun (eval "$(contrib/sandbox.sh env)")
 #   stop             stop every daemon the cluster started and remove its state
+# Environment: LAMA_SLURM_PREFIX=PREFIX runs a Slurm built by contrib/slurm-build.sh instead of
+#   Debian's packages (the plugin is then built against its headers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -17,6 +19,10 @@ case "${1:-start}" in
 esac
 
 contrib/deps.sh
+# A Slurm built from source (contrib/slurm-build.sh): its commands, and the plugin built for it.
+if [ -n "${LAMA_SLURM_PREFIX:-}" ]; then
+  export SLURM_INCLUDE_DIR=$LAMA_SLURM_PREFIX/include PATH=$LAMA_SLURM_PREFIX/bin:$LAMA_SLURM_PREFIX/sbin:$PATH
+fi
 cargo build --release --quiet -p lama-spank -p lama-cli
 plugin=$top/target/release/liblama_spank.so
 lama=$top/target/release/lama

@@ -2,7 +2,7 @@
 # Installs the Debian packages lama needs to build and test, when any is missing.
 # Usage: contrib/deps.sh   (root, or sudo available)
 set -euo pipefail
-pkgs=(libhwloc-dev pkg-config libudev-dev hwloc libslurm-dev)
+pkgs=(libhwloc-dev pkg-config libudev-dev hwloc libslurm-dev binutils)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

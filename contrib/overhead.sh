@@ -4,11 +4,16 @@
 # time of each kind and their ratio, and the plugin's own per-node time from --lama-verbose.
 #
 # Usage: contrib/overhead.sh [ROUNDS]   (default 30; builds the release plugin; starts and stops
-#   its own cluster in /tmp/lama-overhead)
+#   its own cluster in /tmp/lama-overhead; LAMA_SLURM_PREFIX=PREFIX measures a Slurm built by
+#   contrib/slurm-build.sh instead of Debian's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-30}
 contrib/deps.sh
+# A Slurm built from source (contrib/slurm-build.sh): its commands, and the plugin built for it.
+if [ -n "${LAMA_SLURM_PREFIX:-}" ]; then
+  export SLURM_INCLUDE_DIR=$LAMA_SLURM_PREFIX/include PATH=$LAMA_SLURM_PREFIX/bin:$LAMA_SLURM_PREFIX/sbin:$PATH
+fi
 cargo build --release --quiet -p lama-spank
 plugin=$PWD/target/release/liblama_spank.so
 export LAMA_SANDBOX=/tmp/lama-overhead LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-46800}

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, clippy with warnings as errors, unit/property/integration tests,
-# then the tests against a real Slurm cluster started by contrib/sandbox.sh.
+# the plugin built against every supported Slurm's headers, then the cluster tests on real Slurm
+# daemons of each tested release: Debian's 22.05 and the release in ../shared/vendor/slurm
+# (built once by contrib/slurm-build.sh and cached outside the tree).
 # Usage: contrib/test.sh
+# Environment: LAMA_SHARED (the shared folder, default ../shared beside the repository),
+#   LAMA_TEST_TARBALLS (Slurm source tarballs to build and test besides Debian's 22.05; default
+#   the newest one in $LAMA_SHARED/vendor/slurm; "none" for Debian's alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+top=$PWD
+started=$(date +%s)
+shared=${LAMA_SHARED:-$top/../shared}
 contrib/deps.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
@@ -13,15 +21,56 @@ export LAMA_SANDBOX=${LAMA_SANDBOX:-/tmp/lama-sandbox-test} LAMA_SANDBOX_PORT=${
 trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true; rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"
 
-echo "== tests against the real Slurm sandbox cluster"
-cargo build --quiet -p lama-spank -p lama-cli
-contrib/sandbox.sh stop >/dev/null 2>&1 || true
-LAMA_SANDBOX_PLUGIN="required $PWD/target/debug/liblama_spank.so" contrib/sandbox.sh start
-export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
-tests/slurm/layouts.sh target/debug/lama | tee -a "$log"
-tests/slurm/plugin.sh target/debug/lama target/debug/liblama_spank.so | tee -a "$log"
-tests/slurm/hostfile.sh target/debug/lama target/debug/liblama_spank.so | tee -a "$log"
+# Slurm prefixes to test besides Debian's packages (built before the header checks, which also
+# build against their headers).
+prefixes=()
+tarballs=${LAMA_TEST_TARBALLS:-$(ls "$shared"/vendor/slurm/slurm-*.tar.* 2>/dev/null | sort -V | tail -n 1)}
+if [ "$tarballs" != none ]; then
+  [ -n "$tarballs" ] || { echo "no Slurm tarball in $shared/vendor/slurm (set LAMA_TEST_TARBALLS=none to skip)" >&2; exit 1; }
+  for t in $tarballs; do prefixes+=("$(contrib/slurm-build.sh "$t")"); done
+fi
 
+echo "== the plugin built against every Slurm header set"
+plugins=$top/target/plugins
+includes=(/usr/include)
+for d in "$shared"/vendor/slurm-headers/*/; do [ -f "$d/slurm/spank.h" ] && includes+=("${d%/}"); done
+for p in "${prefixes[@]}"; do includes+=("$p/include"); done
+tests/headers.sh "$plugins" "${includes[@]}" | tee -a "$log"
+cargo build --quiet -p lama-cli
+
+# Each release's cluster tests load the plugin built against that release's headers; the
+# plugin of another tested release must be refused.
+version_of() {
+  local v; v=$(awk '$1 == "#define" && $2 == "SLURM_VERSION_NUMBER" {print $3}' "$1/slurm/slurm_version.h")
+  printf '%d.%02d.%d\n' $((v >> 16)) $(((v >> 8) & 255)) $((v & 255))
+}
+releases=("/usr")
+for p in "${prefixes[@]}"; do releases+=("$p"); done
+for r in "${releases[@]}"; do
+  include=$r/include
+  version=$(version_of "$include")
+  other=""
+  for o in "${releases[@]}"; do
+    [ "$o" = "$r" ] || other=$plugins/$(version_of "$o/include")/liblama_spank.so
+  done
+  plugin=$plugins/$version/liblama_spank.so
+  echo "== tests against real Slurm $version daemons (sandbox cluster)"
+  (
+    if [ "$r" != /usr ]; then
+      export LAMA_SLURM_PREFIX=$r PATH=$r/bin:$r/sbin:$PATH
+    fi
+    contrib/sandbox.sh stop >/dev/null 2>&1 || true
+    LAMA_SANDBOX_PLUGIN="required $plugin" contrib/sandbox.sh start
+    export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
+    tests/slurm/layouts.sh target/debug/lama
+    tests/slurm/plugin.sh target/debug/lama "$plugin"
+    tests/slurm/hostfile.sh target/debug/lama "$plugin"
+    tests/slurm/configs.sh target/debug/lama "$plugin" $other
+    contrib/sandbox.sh stop >/dev/null
+  ) 2>&1 | sed -E "s/^(not )?ok - /&[Slurm $version] /" | tee -a "$log"
+done
+
+echo "== test command took $(( $(date +%s) - started )) s"
 # One closing line with the totals of every test binary and cluster test.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      /^ok - / { p++ } /^not ok - / { f++ }

@@ -171,7 +171,10 @@ fn spank_errors(text: &str, header: &Path) -> Vec<String> {
             .take_while(|c| c.is_alphanumeric() || *c == '_')
             .collect();
         if names.is_empty() {
-            let value = line.split('=').nth(1).map(|v| v.trim().trim_end_matches(','));
+            let value = line
+                .split('=')
+                .nth(1)
+                .map(|v| v.trim().trim_end_matches(','));
             if value != Some("3000") {
                 die(format!("{}: {ident} is not 3000", header.display()));
             }
@@ -182,7 +185,11 @@ fn spank_errors(text: &str, header: &Path) -> Vec<String> {
 }
 
 fn check(what: &str, got: &[String], want: &[&str], header: &Path, prefix: bool) {
-    let n = if prefix { want.len().min(got.len()) } else { got.len() };
+    let n = if prefix {
+        want.len().min(got.len())
+    } else {
+        got.len()
+    };
     if n != want.len() || got[..n].iter().map(String::as_str).ne(want.iter().copied()) {
         die(format!(
             "{} declares {what} as [{}], but this plugin's SPANK bindings are [{}]: they were checked for Slurm 22.05 to 26.05; a release that changed them needs new bindings (see README, Installing on a site)",
@@ -213,7 +220,10 @@ fn main() {
         }
     });
     let Some(version) = version else {
-        die(format!("no SLURM_VERSION_NUMBER in {}", version_h.display()));
+        die(format!(
+            "no SLURM_VERSION_NUMBER in {}",
+            version_h.display()
+        ));
     };
 
     let spank = read(&spank_h);

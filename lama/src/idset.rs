@@ -101,22 +101,6 @@ pub fn format_list(ids: &[u32]) -> String {
     format_ranges(&ranges)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_and_formats() {
-        assert_eq!(parse_list("0-3,8-9").unwrap(), vec![0, 1, 2, 3, 8, 9]);
-        assert_eq!(parse_list("[5,1-2]").unwrap(), vec![1, 2, 5]);
-        assert_eq!(format_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
-        assert_eq!(format_list(&[]), "");
-        assert!(parse_list("3-1").is_err());
-        assert!(parse_list("a").is_err());
-        assert!(parse_list("1,,2").is_err());
-    }
-}
-
 /// A CPU set as a hexadecimal mask the way Slurm writes them (`0x3` for CPUs 0 and 1, `0x0` for
 /// none), most significant digit first.
 pub fn hex_mask(cpus: &[u32]) -> String {
@@ -133,4 +117,20 @@ pub fn hex_mask(cpus: &[u32]) -> String {
         .map(|&n| char::from_digit(u32::from(n), 16).map_or('0', |c| c.to_ascii_uppercase()))
         .collect();
     format!("0x{digits}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_formats() {
+        assert_eq!(parse_list("0-3,8-9").unwrap(), vec![0, 1, 2, 3, 8, 9]);
+        assert_eq!(parse_list("[5,1-2]").unwrap(), vec![1, 2, 5]);
+        assert_eq!(format_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+        assert_eq!(format_list(&[]), "");
+        assert!(parse_list("3-1").is_err());
+        assert!(parse_list("a").is_err());
+        assert!(parse_list("1,,2").is_err());
+    }
 }

@@ -580,7 +580,10 @@ pub fn cpu_bind_env(previous: &str, local: &[&[u32]]) -> Vec<(String, String)> {
         .collect::<Vec<_>>()
         .join(",");
     vec![
-        ("SLURM_CPU_BIND".into(), format!("{verbose},mask_cpu:{list}")),
+        (
+            "SLURM_CPU_BIND".into(),
+            format!("{verbose},mask_cpu:{list}"),
+        ),
         ("SLURM_CPU_BIND_TYPE".into(), "mask_cpu:".into()),
         ("SLURM_CPU_BIND_LIST".into(), list),
         ("SLURM_CPU_BIND_VERBOSE".into(), verbose.into()),

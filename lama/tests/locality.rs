@@ -354,13 +354,36 @@ fn gpus_the_job_was_given() {
         .then(|| "GPU-1a2b".to_string()))
     .is_err());
     assert_eq!(allowed_gpus(&loc, |_| None).expect("env"), None);
+    // Slurm binds GPUs per task (26.05 and 22.05 spellings): lama does not choose; no binding
+    // (gres/gpu:none) is fine.
+    for bind in ["gres/gpu:per_task:1", "gpu:map_gpu:1,0", "gres/gpu:closest"] {
+        let e = allowed_gpus(&loc, |k| match k {
+            "SLURMD_TRES_BIND" => Some(bind.to_string()),
+            "CUDA_VISIBLE_DEVICES" | "SLURM_STEP_GPUS" => Some("0".to_string()),
+            _ => None,
+        })
+        .expect_err("per-task binding");
+        assert!(e.to_string().contains("binds GPUs task by task"), "{e}");
+    }
+    let given = allowed_gpus(&loc, |k| match k {
+        "SLURMD_TRES_BIND" => Some("gres/gpu:none".to_string()),
+        "CUDA_VISIBLE_DEVICES" => Some("0,1".to_string()),
+        "SLURM_STEP_GPUS" => Some("1,2".to_string()),
+        _ => None,
+    })
+    .expect("env")
+    .expect("restricted");
+    assert_eq!(names(&loc, &given.devices), strs("cuda1 cuda2"));
     // Slurm says it gave 2 GPUs but not which (--gpu-bind=none): no guess.
-    let e = allowed_gpus(&loc, |k| (k == "SLURM_GPUS_ON_NODE").then(|| "2".to_string()))
-        .expect_err("unknown GPUs");
+    let e = allowed_gpus(&loc, |k| {
+        (k == "SLURM_GPUS_ON_NODE").then(|| "2".to_string())
+    })
+    .expect_err("unknown GPUs");
     assert!(e.to_string().contains("gave the step 2 GPU(s)"), "{e}");
     assert_eq!(
-        allowed_gpus(&loc, |k| (k == "SLURM_GPUS_ON_NODE").then(|| "0".to_string()))
-            .expect("env"),
+        allowed_gpus(&loc, |k| (k == "SLURM_GPUS_ON_NODE")
+            .then(|| "0".to_string()))
+        .expect("env"),
         None
     );
 }

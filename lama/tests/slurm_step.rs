@@ -4,7 +4,8 @@
 use lama::locality::Locality;
 use lama::slurm_layout::StepEnv;
 use lama::slurm_step::{
-    check_node, check_step_map, cpu_bind_env, check_task, cores_to_cpus, MapCheck, node_devices, place_node, Apply, Options, Settings, StepError,
+    check_node, check_step_map, check_task, cores_to_cpus, cpu_bind_env, node_devices, place_node,
+    Apply, MapCheck, Options, Settings, StepError,
 };
 use lama::taskmap::TaskMap;
 use lama::{Level, NodeTopology};
@@ -308,7 +309,10 @@ fn heterogeneous_step_maps_are_checked_per_task() {
     // Per task: SLURM_PROCID 4 runs on SLURM_NODEID 2.
     assert!(check_task(&map, "4", "2").is_ok());
     let e = err_text(check_task(&map, "4", "1"));
-    assert!(e.contains("puts task 4 on node 2, Slurm runs it on node 1"), "{e}");
+    assert!(
+        e.contains("puts task 4 on node 2, Slurm runs it on node 1"),
+        "{e}"
+    );
     assert!(err_text(check_task(&map, "9", "2")).contains("on node none"));
     assert!(err_text(check_task(&map, "x", "2")).contains("cannot be read"));
 }

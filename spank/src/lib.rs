@@ -213,9 +213,8 @@ impl Lama {
         if let Some(loc) = loc {
             let weights = match &self.settings.weights {
                 Some(path) => {
-                    let text = std::fs::read_to_string(path).map_err(|e| {
-                        format!("cannot read weights file {}: {e}", path.display())
-                    })?;
+                    let text = std::fs::read_to_string(path)
+                        .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
                     let w = Weights::parse(&text, &loc)
                         .map_err(|e| format!("{}: {e}", path.display()))?;
                     Some(w)
@@ -245,13 +244,9 @@ impl Devices {
         tasks: &[TaskBinding],
         i: usize,
     ) -> std::result::Result<Vec<(String, String)>, String> {
-        let mut all = node_devices(
-            &self.loc,
-            tasks,
-            self.counts,
-            self.weights.as_ref(),
-            |k| spank.getenv(k).ok().flatten(),
-        )
+        let mut all = node_devices(&self.loc, tasks, self.counts, self.weights.as_ref(), |k| {
+            spank.getenv(k).ok().flatten()
+        })
         .map_err(|e| e.to_string())?;
         if i < all.len() {
             Ok(all.swap_remove(i))

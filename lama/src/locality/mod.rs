@@ -431,11 +431,25 @@ pub struct AllowedGpus {
 /// per device, the entry to export for it (Slurm may number the GPUs it gives from 0:
 /// then `SLURM_STEP_GPUS` / `SLURM_JOB_GPUS` name the hardware indexes, entry by entry).
 /// When `SLURM_GPUS_ON_NODE` says Slurm gave GPUs but no vendor variable names them (as with
-/// `--gpu-bind=none`), lama cannot tell which GPUs are the step's: that is an error.
+/// `--gpu-bind=none` on 22.05), lama cannot tell which GPUs are the step's: that is an error.
+/// So is a step whose GPUs Slurm binds task by task (`SLURMD_TRES_BIND`, from `--gpus-per-task`
+/// or `--gpu-bind`): each task then sees only its own GPUs, and Slurm's `SLURM_STEP_GPUS` does
+/// not always name them.
 pub fn allowed_gpus(
     loc: &Locality,
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<AllowedGpus>, LocalityError> {
+    if let Some(bind) = get("SLURMD_TRES_BIND") {
+        let gpu = bind.split(['+', ';']).map(str::trim).find_map(|b| {
+            b.strip_prefix("gres/gpu:")
+                .or_else(|| b.strip_prefix("gpu:"))
+        });
+        if let Some(how) = gpu.filter(|h| !h.is_empty() && *h != "none") {
+            return Err(LocalityError::Allowed(format!(
+                "Slurm binds GPUs task by task in this step (gpu:{how}, from --gpus-per-task or --gpu-bind), so lama cannot choose among the step's GPUs; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N) without --gpu-bind, or leave GPUs to Slurm (no --lama-gpus)"
+            )));
+        }
+    }
     let mut allowed = Vec::new();
     let mut names = Vec::new();
     let mut any = false;

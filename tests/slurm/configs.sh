@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# The configurations sites run, on the real sandbox cluster: task/affinity with task/cgroup and
+# --cpu-bind, steps sharing nodes, heterogeneous jobs, --hint / --threads-per-core / -c, GPUs
+# through GRES with ConstrainDevices, and a plugin built for another Slurm release.
+# Usage: tests/slurm/configs.sh LAMA_BINARY PLUGIN_SO [OTHER_RELEASE_PLUGIN_SO]
+#   (restarts the cluster; the caller stops it). Expected bindings come from `lama plan` or
+#   hwloc's own hwloc-calc; expected GPUs and task maps are worked out by hand in the comments.
+# Prints one "ok - ..." or "not ok - ..." line per case, with the evidence under a failure.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh" "$@"
+other=${3:-}
+release=$(srun --version | awk '{print $2}')
+
+# Each task writes one line: rank, node, affinity, cgroup cpuset, LAMA_CPUS, TASK_MAP, the CPUs
+# SLURM_CPU_BIND says it has (its own mask, as a list), and the node TASK_MAP gives its rank.
+cat > "$work/task.sh" <<EOF
+aff=\$(awk '/^Cpus_allowed_list/ {print \$2}' /proc/self/status)
+cg=\$(awk -F: '\$2 == "cpuset" {print \$3}' /proc/self/cgroup)
+set=\$(cat "/sys/fs/cgroup/cpuset\$cg/cpuset.cpus" 2>/dev/null || echo none)
+said=none
+if [ "\${SLURM_CPU_BIND_TYPE:-}" = mask_cpu: ]; then
+  IFS=, read -ra masks <<<"\$SLURM_CPU_BIND_LIST"
+  m=\$((\${masks[\$SLURM_LOCALID]})) said=""
+  for ((c = 0; m > 0; c++, m >>= 1)); do ((m & 1)) && said+="\$c,"; done
+  said=\${said%,}
+  said=\${said:-none}
+fi
+decoded=\$("$lama" taskmap --nodeid="\$SLURM_PROCID" 2>/dev/null || echo none)
+echo "\$SLURM_PROCID \$SLURM_NODEID \$aff \$set \${LAMA_CPUS:-none} \${TASK_MAP:-none} \$said \$decoded \${1:-}"
+EOF
+# A cpulist such as 0-2,5 as 0,1,2,5.
+expand() { awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; for (c = r[1]; c <= r[2]; c++) printf "%s%d", (o++ ? "," : ""), c } print "" }' <<<"$1"; }
+# Whether every CPU of list $1 is in list $2.
+inside() { local a b; a=$(expand "$1" | tr , '\n'); b=$(expand "$2" | tr , '\n'); [ -z "$(comm -23 <(sort <<<"$a") <(sort <<<"$b"))" ]; }
+
+# Every task of `srun $1` is bound as `lama plan $2` says, inside its cgroup's cpuset, with
+# SLURM_CPU_BIND describing that binding (when Slurm's task plugin set it).
+bound_as_planned() {
+  local name=$1 srun_args=$2 plan_args=$3 got want bad=""
+  got=$(run $srun_args bash "$work/task.sh" 2>"$work/err" | sort -n)
+  want=$(plan_lines $plan_args)
+  while read -r rank _ aff set _ _ said _; do
+    [ "$set" = none ] || inside "$aff" "$set" || bad+="task $rank bound to $aff outside its cpuset $set; "
+    [ "$said" = none ] || [ "$(expand "$said")" = "$(expand "$aff")" ] || bad+="task $rank: SLURM_CPU_BIND says $said, bound to $aff; "
+  done <<<"$got"
+  if [ -n "$got" ] && [ "$(awk '{print $1, $2, $3}' <<<"$got")" = "$want" ] && [ -z "$bad" ]; then
+    ok "$name: bound as lama plan says, inside the step's cpuset"
+  else not_ok "$name" "srun $srun_args" "got (rank node affinity cpuset lama map cpu-bind):" "$got" \
+    "want (lama plan $plan_args):" "$want" "$bad" "$(cat "$work/err")"; fi
+}
+
+# A step that must not start: srun fails, the message is shown, no task printed.
+refused() {
+  local name=$1 expect=$2; shift 2
+  local out rc
+  out=$(run "$@" bash -c 'echo TASK-RAN' 2>&1); rc=$?
+  if [ $rc -ne 0 ] && grep -qF -- "$expect" <<<"$out" && ! grep -q TASK-RAN <<<"$out"; then
+    ok "$name: srun exits $rc, no task ran, message shown"
+  else not_ok "$name (rc $rc, wanted a message containing: $expect)" "$out"; fi
+}
+
+echo "# Slurm $release: TaskPlugin=task/affinity,task/cgroup with ConstrainCores=yes (real cores)"
+cluster LAMA_SANDBOX_CGROUP=1
+n=$(nproc)
+bound_as_planned "affinity+cgroup, block csbnh 1c" "-N3 -n$((3 * n)) --lama-map=csbnh --lama-bind=1c" \
+  "--this-machine --nodes 3 --map csbnh --bind 1c --np $((3 * n))"
+# lama's binding is the defined winner over --cpu-bind (task_init runs after Slurm's task plugin).
+for cb in sockets cores "map_cpu:$((n - 1)),0"; do
+  bound_as_planned "affinity+cgroup, --cpu-bind=$cb with --lama-map=ncsbh --lama-bind=1c: lama wins" \
+    "-N3 -n$((3 * n)) -m cyclic --cpu-bind=$cb --lama-map=ncsbh --lama-bind=1c" \
+    "--this-machine --nodes 3 --map ncsbh --bind 1c --np $((3 * n))"
+done
+# Without --lama options Slurm's own binding is untouched: the same affinities and SLURM_CPU_BIND
+# with the plugin as without it.
+for cb in "" "--cpu-bind=cores" "--cpu-bind=sockets" "--cpu-bind=map_cpu:$((n - 1)),0"; do
+  with=$(run -N3 -n$((3 * n)) $cb bash "$work/task.sh" 2>/dev/null | awk '{print $1, $2, $3, $4, $7}' | sort -n)
+  plugstack ""
+  without=$(run -N3 -n$((3 * n)) $cb bash "$work/task.sh" 2>/dev/null | awk '{print $1, $2, $3, $4, $7}' | sort -n)
+  plugstack "required $plugin"
+  if [ -n "$with" ] && [ "$with" = "$without" ]; then ok "affinity+cgroup, no --lama option${cb:+, $cb}: Slurm's binding untouched"
+  else not_ok "affinity+cgroup, no --lama option $cb: binding differs" "with:" "$with" "without:" "$without"; fi
+done
+
+echo "# Slurm $release: steps sharing a node"
+# Two steps at once in one allocation of one node, each with one task on its own CPUs (--exact):
+# each binds inside its own cpuset, the two differ, and each TASK_MAP is one task on one node.
+out=$(timeout 120 salloc -N1 -n"$n" bash -c "
+  srun -n1 --exact --lama-map=csbnh --lama-bind=1c bash -c 'bash $work/task.sh A; sleep 3' & sleep 1
+  srun -n1 --exact --lama-map=csbnh --lama-bind=1c bash '$work/task.sh' B; wait" 2>/dev/null)
+read -r _ _ affA setA _ mapA _ _ _ <<<"$(grep ' A$' <<<"$out")"
+read -r _ _ affB setB _ mapB _ _ _ <<<"$(grep ' B$' <<<"$out")"
+one='{"version":1,"map":[[0,1,1,1]]}'
+if [ -n "${affA:-}" ] && [ -n "${affB:-}" ] && [ "$affA" = "$setA" ] && [ "$affB" = "$setB" ] && [ "$setA" != "$setB" ] \
+  && [ "$mapA" = "$one" ] && [ "$mapB" = "$one" ]; then
+  ok "two steps at once (--exact): bound to $affA and $affB, each inside its own cpuset, each TASK_MAP one task"
+else not_ok "two steps at once" "$out"; fi
+# --overlap: a second step over the same CPUs while the first runs; each places its own tasks
+# as lama plan does for one node, and its TASK_MAP is its own (n tasks on one node).
+out=$(timeout 120 salloc -N1 -n"$n" bash -c "
+  srun -n$n --lama-map=csbnh --lama-bind=1c bash -c 'bash $work/task.sh C; sleep 2' & sleep 1
+  srun --overlap -n$n --lama-map=csbnh --lama-bind=1c bash '$work/task.sh' D; wait" 2>/dev/null)
+want=$(plan_lines --this-machine --map csbnh --bind 1c --np "$n" | awk '{print $1, $3}')
+mapn="{\"version\":1,\"map\":[[0,1,$n,1]]}"
+good=1
+for s in C D; do
+  [ "$(awk -v s=$s '$NF == s {print $1, $3}' <<<"$out" | sort -n)" = "$want" ] || good=0
+  [ "$(awk -v s=$s '$NF == s {print $6}' <<<"$out" | sort -u)" = "$mapn" ] || good=0
+done
+if [ $good = 1 ]; then ok "--overlap: both steps bound as lama plan says for their own tasks, each with its own TASK_MAP"
+else not_ok "--overlap steps" "$out" "want per step (rank cpus):" "$want" "TASK_MAP $mapn"; fi
+
+echo "# Slurm $release: a heterogeneous job (srun ... : ...)"
+# Component 0: 2 tasks on n1; component 1: 3 tasks on n2 (2) and n3 (1). SLURM_PROCID and
+# SLURM_NODEID span the step: tasks 0-1 on node 0, 2-3 on node 1, 4 on node 2, so its TASK_MAP is
+# [[0,2,2,1],[2,1,1,1]]. On each node the component's tasks are placed as lama plan places that
+# many tasks on one node.
+out=$(run -N1 -n2 --lama-map=csbnh --lama-bind=1c bash "$work/task.sh" : \
+  -N2 -n3 --lama-map=csbnh --lama-bind=1c bash "$work/task.sh" 2>"$work/err" | sort -n)
+p2=$(plan_lines --this-machine --map csbnh --bind 1c --np 2 | awk '{print $3}' | tr '\n' ' ')
+p1=$(plan_lines --this-machine --map csbnh --bind 1c --np 1 | awk '{print $3}')
+read -r a0 a1 <<<"$p2"
+want="0 0 $a0
+1 0 $a1
+2 1 $a0
+3 1 $a1
+4 2 $p1"
+hmap='{"version":1,"map":[[0,2,2,1],[2,1,1,1]]}'
+if [ "$(awk '{print $1, $2, $3}' <<<"$out")" = "$want" ] && [ "$(awk '{print $6}' <<<"$out" | sort -u)" = "$hmap" ] \
+  && [ "$(awk '$2 == $8' <<<"$out" | wc -l)" -eq 5 ]; then
+  ok "heterogeneous step: each component placed on its own nodes, TASK_MAP covers the whole step"
+else not_ok "heterogeneous step" "got (rank node affinity cpuset lama map cpu-bind decoded):" "$out" "want:" "$want" "TASK_MAP $hmap" "$(cat "$work/err")"; fi
+# One component of a heterogeneous allocation: the step is that component alone (n2 2, n3 1).
+out=$(timeout 120 salloc -N1 -n2 : -N2 -n3 srun --het-group=1 --lama-map=csbnh --lama-bind=1c \
+  bash "$work/task.sh" 2>/dev/null | sort -n)
+gmap='{"version":1,"map":[[0,1,2,1],[1,1,1,1]]}'
+if [ "$(awk '{print $1, $2}' <<<"$out" | tr '\n' ' ')" = "0 0 1 0 2 1 " ] && [ "$(awk '{print $6}' <<<"$out" | sort -u)" = "$gmap" ]; then
+  ok "srun --het-group=1: TASK_MAP is that component's step"
+else not_ok "srun --het-group=1" "$out" "want TASK_MAP $gmap"; fi
+
+echo "# Slurm $release: --hint=nomultithread, --threads-per-core, -c on nodes declared as a 2x8x2 Intel XML"
+x1=$top/tests/topologies/32em64t-2n8c2t-pci-normalio.xml
+cluster LAMA_SANDBOX_TOPOLOGY="$x1"
+plugstack "required $plugin topology=$x1"
+# 16 tasks of one core each take the whole node; without hyperthreads lama places on the first
+# hardware thread of each core, the set hwloc-calc gives.
+first=$(hwloc-calc -i "$x1" --physical-output --intersect pu core:all.pu:0)
+for hint in --hint=nomultithread --threads-per-core=1; do
+  got=$(run -N1 -n16 $hint --lama-map=csbnh --lama-bind=1c bash "$work/task.sh" 2>"$work/err" | awk '{print $1, $2, $5}' | sort -n)
+  want=$(plan_lines --topology "$x1" --restrict "$first" --map csbnh --bind 1c --np 16)
+  if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "$hint: one hardware thread per core ($first), as lama plan --restrict says"
+  else not_ok "$hint" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+done
+# -c decides the step's CPUs (4 tasks x 8 = the node), --lama-bind each task's width (2 cores).
+got=$(run -N1 -n4 -c8 --lama-map=scbnh --lama-bind=2c bash "$work/task.sh" 2>"$work/err" | awk '{print $1, $2, $5}' | sort -n)
+want=$(plan_lines --topology "$x1" --map scbnh --bind 2c --np 4)
+if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "-c8 with --lama-bind=2c: 2 cores per task, as lama plan says"
+else not_ok "-c8 --lama-bind=2c" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+
+echo "# Slurm $release: GPUs through GRES (4 fake GPUs per node, ConstrainDevices=yes), nodes declared as the POWER8 XML"
+x3=$top/tests/topologies/power8gpudistances.xml
+cluster LAMA_SANDBOX_TOPOLOGY="$x3" LAMA_SANDBOX_GPUS=4 LAMA_SANDBOX_CONSTRAIN_DEVICES=1
+plugstack "required $plugin topology=$x3"
+# Each task reports its GPU variables and which fake devices it may open (the device cgroup
+# answers EPERM for the others; an allowed fake device answers ENXIO, having no driver).
+cat > "$work/gpu.sh" <<EOF
+open=""
+for f in $LAMA_SANDBOX/dev/nvidia*; do
+  case \$( (exec 3<"\$f") 2>&1 ) in *"not permitted"*) ;; *) open+="\${f##*nvidia},";; esac
+done
+echo "\$SLURM_PROCID \${CUDA_VISIBLE_DEVICES:-none} \${SLURM_STEP_GPUS:-none} \${LAMA_GPUS:-none} \${open%,}"
+EOF
+step="-N1 -w n1 -n2 --ntasks-per-socket=1 -c2 --gres=gpu:2"
+timeout 120 salloc -N1 -w n1 -n1 --gres=gpu:1 sleep 20 >/dev/null 2>&1 &
+holder=$!
+for _ in $(seq 1 50); do [ "$(squeue -h -t R | wc -l)" -ge 1 ] && break; sleep 0.2; done
+# GPU 0 is held by another job, so Slurm gives the step GPUs 1 and 2, numbered as it exports them
+# (without lama's choice). The POWER8 has cuda0-1 on package 0 and cuda2-3 on package 1: the task
+# on socket 0 gets cuda1, the one on socket 1 cuda2, each written as Slurm wrote that GPU.
+slurm=$(run $step --lama-off bash "$work/gpu.sh" 2>/dev/null | sort -n)
+read -r _ cvd hw _ open <<<"$(head -n 1 <<<"$slurm")"
+entry() { local -a c h; IFS=, read -ra c <<<"$cvd"; IFS=, read -ra h <<<"$hw"; for i in "${!h[@]}"; do [ "${h[i]}" = "$1" ] && echo "${c[i]}"; done; }
+got=$(run $step --lama-map=scbnh --lama-bind=1c --lama-gpus=1 bash "$work/gpu.sh" 2>"$work/err" | sort -n)
+want="0 $(entry 1) $hw cuda1 $open
+1 $(entry 2) $hw cuda2 $open"
+if [ "$hw" = "1,2" ] && [ "$got" = "$want" ]; then
+  ok "GRES --gres=gpu:2 beside a job holding GPU 0: each task gets the nearest of the step's GPUs 1,2 (CUDA_VISIBLE_DEVICES as Slurm numbers them: $cvd)"
+else not_ok "GRES nearest of the step's GPUs" "Slurm alone (rank cvd step_gpus lama openable):" "$slurm" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+if [ "$open" = "1,2" ]; then ok "GRES with ConstrainDevices: the step's tasks may open GPUs 1,2 only"
+else not_ok "ConstrainDevices does not confine the step to GPUs 1,2 (openable: ${open:-?})" "$slurm"; fi
+# Without --lama-gpus Slurm's GPU variables are untouched.
+got=$(run $step --lama-map=scbnh --lama-bind=1c bash "$work/gpu.sh" 2>/dev/null | sort -n)
+if [ -n "$got" ] && [ "$got" = "$slurm" ]; then ok "GRES without --lama-gpus: Slurm's GPU variables untouched"
+else not_ok "GRES without --lama-gpus" "got:" "$got" "want:" "$slurm"; fi
+wait "$holder" 2>/dev/null
+refused "GRES: more GPUs per task than the step was given" "2 GPU(s) per task asked for, but the job was given 1" \
+  -N1 -n1 --gres=gpu:1 --lama-gpus=2
+refused "GRES: --gpus-per-task with --lama-gpus" "Slurm binds GPUs task by task" \
+  -N1 -n2 --gpus-per-task=1 --lama-gpus=1
+
+if [ -n "$other" ]; then
+  echo "# Slurm $release: a plugin built for another release"
+  plugstack "required $other"
+  refused "plugin built for another Slurm release" "Incompatible Slurm plugin" -N1 -n1
+  plugstack "required $plugin topology=$x3"
+fi
