@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{ArgMatches, Args, ValueEnum};
 use lama::hostfile::slurm_hostfile;
 use lama::locality::{choose, Locality, Weights};
+use lama::openmp::{plan_threads, ProcBind, ThreadPlan, Threads};
 use lama::slurm_layout::expand_hostlist;
 use lama::spec::{Expert, Request, Simple};
 use lama::taskmap::{rfc34, TaskMap};
@@ -72,6 +73,13 @@ pub struct PlanArgs {
     /// Device weights file (OBJECT ----W---> DEVICE lines) applied on every node.
     #[arg(long, value_name = "FILE")]
     device_weights: Option<PathBuf>,
+    /// OpenMP threads per rank, each on a place of the rank's binding: a number, or auto (one
+    /// per core of the binding).
+    #[arg(long, value_name = "N|auto")]
+    threads: Option<String>,
+    /// With --threads: places spread over the binding (default) or packed (close).
+    #[arg(long, value_name = "spread|close", requires = "threads")]
+    omp_bind: Option<String>,
     /// Also write every rank's host, one per line, for `SLURM_HOSTFILE=FILE srun -m arbitrary`.
     #[arg(long, value_name = "FILE")]
     slurm_hostfile: Option<PathBuf>,
@@ -308,6 +316,10 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(a.format, "invalid-option", &e, None),
     };
+    let threads = match thread_request(&a) {
+        Ok(t) => t,
+        Err(e) => return fail(a.format, "invalid-option", &e, None),
+    };
     let hosts = match job_hosts(&a) {
         Ok(h) => h,
         Err(e) => return fail(a.format, "invalid-option", &e, None),
@@ -348,19 +360,51 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
     } else {
         None
     };
+    let places = match threads {
+        Some((t, b)) => {
+            let per_rank: Result<Vec<ThreadPlan>, _> = (0..p.len())
+                .map(|r| {
+                    let node = nodes[p.placements()[r].node as usize];
+                    plan_threads(node, r as u32, &p.cpus(r, &nodes), t, b)
+                })
+                .collect();
+            match per_rank {
+                Ok(v) => Some(v),
+                Err(e) => return fail(a.format, "threads", &e.to_string(), None),
+            }
+        }
+        None => None,
+    };
+    let extra = Extra {
+        devices: devices.as_deref(),
+        places: places.as_deref(),
+    };
     match a.format {
-        Format::Json => println!("{}", to_json(&p, &nodes, &req, devices.as_deref())),
-        Format::Text => print!("{}", to_text(&p, &nodes, &req, devices.as_deref())),
+        Format::Json => println!("{}", to_json(&p, &nodes, &req, &extra)),
+        Format::Text => print!("{}", to_text(&p, &nodes, &req, &extra)),
     }
     ExitCode::SUCCESS
 }
 
-fn to_json(
-    p: &Plan,
-    nodes: &[&NodeTopology],
-    req: &Request,
-    devices: Option<&[RankDevices]>,
-) -> Value {
+/// What ranks get besides CPUs, when asked for.
+struct Extra<'a> {
+    devices: Option<&'a [RankDevices]>,
+    places: Option<&'a [ThreadPlan]>,
+}
+
+fn thread_request(a: &PlanArgs) -> Result<Option<(Threads, ProcBind)>, String> {
+    let Some(t) = &a.threads else {
+        return Ok(None);
+    };
+    let t = Threads::parse("--threads", t).map_err(|e| e.to_string())?;
+    let b = match &a.omp_bind {
+        Some(b) => ProcBind::parse("--omp-bind", b).map_err(|e| e.to_string())?,
+        None => ProcBind::default(),
+    };
+    Ok(Some((t, b)))
+}
+
+fn to_json(p: &Plan, nodes: &[&NodeTopology], req: &Request, extra: &Extra) -> Value {
     let ranks: Vec<Value> = (0..p.len())
         .map(|r| {
             let coord: serde_json::Map<String, Value> = p
@@ -369,9 +413,14 @@ fn to_json(
                 .map(|(l, v)| (l.token().to_string(), json!(v)))
                 .collect();
             let mut v = json!({"rank": r, "node": p.placements()[r].node, "cpus": p.cpus(r, nodes), "coord": coord});
-            if let Some((nics, gpus)) = devices.map(|d| &d[r]) {
+            if let Some((nics, gpus)) = extra.devices.map(|d| &d[r]) {
                 v["nics"] = json!(nics);
                 v["gpus"] = json!(gpus);
+            }
+            if let Some(t) = extra.places.map(|t| &t[r]) {
+                v["threads"] = json!(t.threads());
+                v["places"] = json!(t.places);
+                v["omp_proc_bind"] = json!(t.bind.name());
             }
             v
         })
@@ -393,12 +442,7 @@ fn to_json(
     })
 }
 
-fn to_text(
-    p: &Plan,
-    nodes: &[&NodeTopology],
-    req: &Request,
-    devices: Option<&[RankDevices]>,
-) -> String {
+fn to_text(p: &Plan, nodes: &[&NodeTopology], req: &Request, extra: &Extra) -> String {
     let mut s = format!(
         "map {}  bind {}  mppr {}  order {}  ->  {} ranks on {} node(s); nesting {}\n",
         req.map_string(),
@@ -423,7 +467,7 @@ fn to_text(
         ));
         for &r in ranks {
             let cpus = idset::format_list(&p.cpus(r, nodes));
-            let dev = match devices.map(|d| &d[r]) {
+            let dev = match extra.devices.map(|d| &d[r]) {
                 Some((nics, gpus)) => {
                     let list = |v: &[String]| {
                         if v.is_empty() {
@@ -436,8 +480,17 @@ fn to_text(
                 }
                 None => String::new(),
             };
+            let omp = match extra.places.map(|t| &t[r]) {
+                Some(t) => format!(
+                    "  threads {} {} places {}",
+                    t.threads(),
+                    t.bind.name(),
+                    t.omp_places()
+                ),
+                None => String::new(),
+            };
             s.push_str(&format!(
-                "  rank {r:>width$}  {}  cpus {cpus}{dev}\n",
+                "  rank {r:>width$}  {}  cpus {cpus}{dev}{omp}\n",
                 nodes[n].picture(p.placements()[r].span)
             ));
         }

@@ -697,3 +697,64 @@ fn plan_shows_each_ranks_devices() {
     let o = lama(&["plan", "--synthetic", NODE, "--nics", "1"], &[]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("is synthetic and has no devices"));
 }
+
+#[test]
+fn plan_shows_each_ranks_openmp_places() {
+    // pack:2 core:4 pu:2 binds rank 0 to socket 0 (cores 0-3: CPUs 0-7, core k = 2k, 2k+1);
+    // two threads spread over 4 cores take cores 0 and 2.
+    let args = [
+        "plan",
+        "--synthetic",
+        NODE,
+        "--map",
+        "sbnch",
+        "--bind",
+        "1s",
+        "--np",
+        "2",
+        "--threads",
+        "2",
+    ];
+    let o = lama(&args, &[]);
+    assert!(o.status.success(), "{o:?}");
+    let text = stdout(&o);
+    assert!(
+        text.contains("cpus 0-7  threads 2 spread places {0,1},{4,5}"),
+        "{text}"
+    );
+    let mut json_args = args.to_vec();
+    json_args.extend(["--omp-bind", "close", "--format", "json"]);
+    let v: Value = serde_json::from_str(&stdout(&lama(&json_args, &[]))).expect("json");
+    assert_eq!(
+        v["ranks"][1]["places"],
+        serde_json::json!([[8, 9], [10, 11]])
+    );
+    assert_eq!(v["ranks"][1]["threads"], 2);
+    assert_eq!(v["ranks"][1]["omp_proc_bind"], "close");
+    // Nine threads on a socket of eight hardware threads: never stacked.
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            NODE,
+            "--map",
+            "sbnch",
+            "--bind",
+            "1s",
+            "--np",
+            "1",
+            "--threads",
+            "9",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(3));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["error"]["kind"], "threads");
+    assert_eq!(
+        lama(&["plan", "--threads", "zero"], &[]).status.code(),
+        Some(2)
+    );
+}

@@ -16,6 +16,7 @@ pub mod topology;
 pub use level::Level;
 pub use topology::{NodeTopology, Span, TopologyError};
 pub mod mapper;
+pub mod openmp;
 pub mod spec;
 
 pub use mapper::{plan, Placement, PlacementError, Plan};

@@ -10,6 +10,7 @@ use crate::idset::{format_list, parse_list};
 use crate::level::Level;
 use crate::locality::{allowed_gpus, choose, task_env, Locality, LocalityError, Weights};
 use crate::mapper::{plan, PlacementError};
+use crate::openmp::{ProcBind, Threads};
 use crate::spec::{Expert, Input, Request, Simple, SpecError};
 use crate::taskmap::TaskMap;
 use crate::topology::NodeTopology;
@@ -26,7 +27,7 @@ pub struct OptionInfo {
 }
 
 /// Every user option, in `--help` order.
-pub const OPTIONS: [OptionInfo; 12] = [
+pub const OPTIONS: [OptionInfo; 15] = [
     OptionInfo {
         name: "map",
         arg: Some("STR"),
@@ -78,6 +79,21 @@ pub const OPTIONS: [OptionInfo; 12] = [
         usage: "give each task its N nearest GPUs (LAMA_GPUS, CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK)",
     },
     OptionInfo {
+        name: "threads",
+        arg: Some("N|auto"),
+        usage: "OpenMP threads per task, each on a place of the task's binding (OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND); auto: one per core",
+    },
+    OptionInfo {
+        name: "omp-bind",
+        arg: Some("spread|close"),
+        usage: "with --lama-threads: places spread over the task's binding (default) or packed",
+    },
+    OptionInfo {
+        name: "omp-override",
+        arg: None,
+        usage: "with --lama-threads: replace OMP_* variables the job already has (default: they win)",
+    },
+    OptionInfo {
         name: "verbose",
         arg: None,
         usage: "print each task's binding and node picture on stderr",
@@ -110,6 +126,12 @@ pub struct Options {
     pub nics: Option<String>,
     /// `gpus`: nearest GPUs per task
     pub gpus: Option<String>,
+    /// `threads`: OpenMP threads per task
+    pub threads: Option<String>,
+    /// `omp-bind`: `spread` or `close`
+    pub omp_bind: Option<String>,
+    /// `omp-override`: lama's OMP_* variables replace the job's
+    pub omp_override: bool,
     /// `oversubscribe`
     pub oversubscribe: bool,
     /// `verbose`
@@ -133,6 +155,9 @@ impl Options {
             "rank-by" => self.rank_by = v,
             "nics" => self.nics = v,
             "gpus" => self.gpus = v,
+            "threads" => self.threads = v,
+            "omp-bind" => self.omp_bind = v,
+            "omp-override" => self.omp_override = true,
             "oversubscribe" => self.oversubscribe = true,
             "verbose" => self.verbose = true,
             "off" => self.off = true,
@@ -176,6 +201,7 @@ impl Options {
             || self.verbose
             || self.nics.is_some()
             || self.gpus.is_some()
+            || self.threads.is_some()
             || !self.expert_names().is_empty()
             || !self.simple_names().is_empty()
     }
@@ -228,6 +254,21 @@ impl Default for Settings {
     }
 }
 
+/// OpenMP threads for each task of a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadRequest {
+    /// How many threads per task.
+    pub threads: Threads,
+    /// How places are chosen in the binding.
+    pub bind: ProcBind,
+    /// Whether lama's `OMP_*` variables replace those the job already has.
+    pub replace: bool,
+}
+
+/// The OMP_* variables lama sets; when the job has any of them and the user did not ask lama to
+/// replace them, lama sets none (the user's OpenMP settings stay whole).
+pub const OMP_VARIABLES: [&str; 3] = ["OMP_NUM_THREADS", "OMP_PLACES", "OMP_PROC_BIND"];
+
 /// Why a step cannot be placed, in words for the user.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum StepError {
@@ -251,7 +292,7 @@ pub enum StepError {
     Devices(String),
 }
 
-const SETTING_KEYS: &str = "map, bind, mppr, order, map-by, bind-to, rank-by, nics, gpus, oversubscribe, apply, taskmap, verbose, topology, cache, weights";
+const SETTING_KEYS: &str = "map, bind, mppr, order, map-by, bind-to, rank-by, nics, gpus, threads, omp-bind, omp-override, oversubscribe, apply, taskmap, verbose, topology, cache, weights";
 
 /// Most devices of a kind a task may ask for.
 const MAX_DEVICES: usize = 64;
@@ -325,6 +366,15 @@ impl Settings {
                     device_count(key, value).map_err(StepError::Setting)?;
                     s.defaults.set(key, Some(value));
                 }
+                "threads" => {
+                    Threads::parse(key, value).map_err(|e| StepError::Setting(e.to_string()))?;
+                    s.defaults.set(key, Some(value));
+                }
+                "omp-bind" => {
+                    ProcBind::parse(key, value).map_err(|e| StepError::Setting(e.to_string()))?;
+                    s.defaults.set(key, Some(value));
+                }
+                "omp-override" => s.defaults.omp_override = yes_no(key, value)?,
                 _ => {
                     let is_value_option = OPTIONS.iter().any(|o| o.name == key && o.arg.is_some());
                     if !is_value_option {
@@ -370,6 +420,45 @@ impl Settings {
         ))
     }
 
+    /// OpenMP threads for a step: the user's `--lama-threads` / `--lama-omp-bind`, else the
+    /// admin's defaults, and whether lama's `OMP_*` variables replace those the job has
+    /// (`None`: no threads asked for, or `--lama-off`).
+    pub fn threads(&self, user: &Options) -> Result<Option<ThreadRequest>, StepError> {
+        if user.off {
+            return Ok(None);
+        }
+        let d = &self.defaults;
+        let threads = match (&user.threads, &d.threads) {
+            (Some(v), _) => {
+                Threads::parse("--lama-threads", v).map_err(|e| StepError::Option(e.to_string()))?
+            }
+            (None, Some(v)) => {
+                Threads::parse("threads", v).map_err(|e| StepError::Setting(e.to_string()))?
+            }
+            (None, None) => {
+                if let Some(v) = &user.omp_bind {
+                    return Err(StepError::Option(format!(
+                        "--lama-omp-bind={v} needs --lama-threads (OpenMP threads per task)"
+                    )));
+                }
+                return Ok(None);
+            }
+        };
+        let bind = match (&user.omp_bind, &d.omp_bind) {
+            (Some(v), _) => ProcBind::parse("--lama-omp-bind", v)
+                .map_err(|e| StepError::Option(e.to_string()))?,
+            (None, Some(v)) => {
+                ProcBind::parse("omp-bind", v).map_err(|e| StepError::Setting(e.to_string()))?
+            }
+            (None, None) => ProcBind::default(),
+        };
+        Ok(Some(ThreadRequest {
+            threads,
+            bind,
+            replace: user.omp_override || d.omp_override,
+        }))
+    }
+
     /// The request for a step given the user's options, or `None` when lama leaves the step
     /// alone (`--lama-off`, or no option under `apply=requested`). `np` is the number of tasks
     /// to place (`None` only checks the options, as srun does before launch).
@@ -406,6 +495,9 @@ impl Settings {
             rank_by: pick(&user.rank_by, &base.rank_by),
             nics: None,
             gpus: None,
+            threads: None,
+            omp_bind: None,
+            omp_override: false,
             oversubscribe: user.oversubscribe || d.oversubscribe,
             verbose: user.verbose || self.verbose,
             off: false,

@@ -330,3 +330,46 @@ fn slurm_cpu_bind_describes_lamas_binding() {
     let env = cpu_bind_env("quiet,none", &[&[64]]);
     assert_eq!(env[0].1, "quiet,mask_cpu:0x10000000000000000");
 }
+
+#[test]
+fn threads_merge_user_over_defaults() {
+    use lama::openmp::{ProcBind, Threads};
+    let s = Settings::parse(&["threads=auto", "omp-bind=close"]).unwrap();
+    let t = s.threads(&user(&[])).unwrap().unwrap();
+    assert_eq!(
+        (t.threads, t.bind, t.replace),
+        (Threads::Auto, ProcBind::Close, false)
+    );
+    let t = s
+        .threads(&user(&[("threads", Some("4")), ("omp-override", None)]))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (t.threads, t.bind, t.replace),
+        (Threads::Count(4), ProcBind::Close, true)
+    );
+    assert_eq!(s.threads(&user(&[("off", None)])).unwrap(), None);
+    let none = Settings::parse::<&str>(&[]).unwrap();
+    assert_eq!(none.threads(&user(&[])).unwrap(), None);
+    assert!(err_text(none.threads(&user(&[("threads", Some("0"))])))
+        .starts_with("invalid --lama-threads '0'"));
+    assert!(
+        err_text(none.threads(&user(&[("omp-bind", Some("close"))])))
+            .contains("needs --lama-threads")
+    );
+    assert!(
+        err_text(none.threads(&user(&[("threads", Some("2")), ("omp-bind", Some("x"))])))
+            .starts_with("invalid --lama-omp-bind 'x'")
+    );
+    // --lama-threads alone asks for placement, like any --lama option.
+    assert!(none
+        .request(&user(&[("threads", Some("2"))]), Some(1))
+        .unwrap()
+        .is_some());
+    let e = Settings::parse(&["threads=lots"]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("plugstack.conf: invalid threads 'lots'"),
+        "{e}"
+    );
+    assert!(Settings::parse(&["omp-override=maybe"]).is_err());
+}

@@ -14,10 +14,11 @@ use std::fmt;
 
 use lama::idset::format_list;
 use lama::locality::{Locality, Weights};
+use lama::openmp::plan_threads;
 use lama::slurm_layout::StepEnv;
 use lama::slurm_step::{
     check_step_map, check_task, cores_to_cpus, cpu_bind_env, node_devices, place_node, MapCheck,
-    Options, Settings, TaskBinding, OPTIONS,
+    Options, Settings, TaskBinding, OMP_VARIABLES, OPTIONS,
 };
 use lama::taskmap::{rfc34, TaskMap};
 use lama::NodeTopology;
@@ -90,6 +91,10 @@ struct Step {
     tasks: Vec<TaskBinding>,
     /// The node's devices, when `--lama-nics` / `--lama-gpus` ask for some.
     devices: Option<Devices>,
+    /// Per placed task, its OpenMP variables (`--lama-threads`), and whether they replace the
+    /// job's own.
+    omp: Vec<Vec<(String, String)>>,
+    omp_replace: bool,
     placing: bool,
     /// False with `topology=FILE`: CPUs are computed and exported, not bound.
     bind: bool,
@@ -209,6 +214,22 @@ impl Lama {
         let mut cpus = cores_to_cpus(&topo, cores, threads).map_err(|e| e.to_string())?;
         cpus.retain(|c| usable.binary_search(c).is_ok());
         st.tasks = place_node(&topo, &cpus, req, ranks).map_err(|e| e.to_string())?;
+        if let Some(t) = self
+            .settings
+            .threads(&self.user)
+            .map_err(|e| e.to_string())?
+        {
+            st.omp = st
+                .tasks
+                .iter()
+                .map(|task| {
+                    plan_threads(&topo, task.rank, &task.cpus, t.threads, t.bind)
+                        .map(|p| p.env())
+                        .map_err(|e| e.to_string())
+                })
+                .collect::<std::result::Result<_, _>>()?;
+            st.omp_replace = t.replace;
+        }
         let counts = counts?;
         if let Some(loc) = loc {
             let weights = match &self.settings.weights {
@@ -377,6 +398,9 @@ unsafe impl Plugin for Lama {
             self.settings
                 .devices(&self.user)
                 .map_err(|e| fail(&e.to_string()))?;
+            self.settings
+                .threads(&self.user)
+                .map_err(|e| fail(&e.to_string()))?;
         }
         Ok(())
     }
@@ -501,12 +525,36 @@ unsafe impl Plugin for Lama {
         for (k, v) in &devices {
             spank.setenv(k, v, true)?;
         }
+        let mut omp = st.omp.get(i).map(Vec::as_slice).unwrap_or_default();
+        if !omp.is_empty() && !st.omp_replace {
+            let set: Vec<&str> = OMP_VARIABLES
+                .into_iter()
+                .filter(|k| matches!(spank.getenv(k), Ok(Some(_))))
+                .collect();
+            if !set.is_empty() {
+                if first {
+                    eprintln!(
+                        "lama: note: the job sets {}, so lama's OpenMP places are not exported (--lama-omp-override replaces them)",
+                        set.join(", ")
+                    );
+                }
+                omp = &[];
+            }
+        }
+        for (k, v) in omp {
+            spank.setenv(k, v, true)?;
+        }
         if st.verbose {
             let how = if st.bind { "bound to" } else { "computed" };
             let shown: String = devices
                 .iter()
                 .filter(|(k, _)| k.starts_with("LAMA_"))
                 .map(|(k, v)| format!(" {}={v}", k.to_lowercase().replace("lama_", "")))
+                .chain(
+                    omp.iter()
+                        .filter(|(k, _)| k == "OMP_PLACES")
+                        .map(|(_, v)| format!(" omp_places={v}")),
+                )
                 .collect();
             let cost = if first {
                 format!(
