@@ -24,7 +24,7 @@ fn env(name: &str) -> Option<String> {
 #[derive(Subcommand)]
 enum Cmd {
     /// Preview a whole-job placement on given or real topologies.
-    Plan(plan::PlanArgs),
+    Plan(Box<plan::PlanArgs>),
     /// Convert and query task maps (RFC 34, raw, PMI), or compute the current Slurm step's map.
     Taskmap(taskmap::TaskmapArgs),
     /// Expand relative host indexes (+n#, +e:#) into a SLURM_HOSTFILE for `srun -m arbitrary`.
@@ -71,7 +71,7 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::Plan(a) => {
             let sub = matches.subcommand_matches("plan");
-            plan::run(a, sub)
+            plan::run(*a, sub)
         }
         Cmd::Taskmap(a) => taskmap::run(a),
         Cmd::Hostfile(a) => hostfile::run(a),
