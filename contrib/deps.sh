@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages lama needs to build and test, when any is missing.
-# Usage: contrib/deps.sh   (root, or sudo available)
+# Usage: contrib/deps.sh [--mpi]   (root, or sudo available)
+#   --mpi  the MPI libraries the cluster tests and the demo run (Open MPI and MPICH, with mpicc)
 set -euo pipefail
 pkgs=(libhwloc-dev pkg-config libudev-dev hwloc libslurm-dev binutils)
+[ "${1:-}" = --mpi ] && pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

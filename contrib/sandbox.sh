@@ -76,7 +76,10 @@ hardware() {
 }
 
 write_conf() {
-  mkdir -p "$dir"/{munge,state,log,spool}
+  mkdir -p "$dir"/{munge,state,log,spool} "$dir"/tmp/{n1,n2,n3}
+  # Each node's own TmpFS: Slurm's PMIx plugin names its per-step directory there by uid, job
+  # and step only, so nodes sharing one /tmp would collide.
+  chmod 1777 "$dir"/tmp/{n1,n2,n3}
   chmod 0755 "$dir" "$dir/munge"
   local plug=${LAMA_SANDBOX_PLUGSTACK:-$dir/plugstack.conf}
   [ -f "$plug" ] || echo "${LAMA_SANDBOX_PLUGIN:-}" > "$plug"
@@ -111,6 +114,7 @@ SlurmUser=root
 SlurmdUser=root
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool/%n
+TmpFS=$dir/tmp/%n
 SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd-%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log

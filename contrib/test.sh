@@ -13,6 +13,7 @@ top=$PWD
 started=$(date +%s)
 shared=${LAMA_SHARED:-$top/../shared}
 contrib/deps.sh
+contrib/deps.sh --mpi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 log=$(mktemp)
@@ -66,6 +67,7 @@ for r in "${releases[@]}"; do
     tests/slurm/plugin.sh target/debug/lama "$plugin"
     tests/slurm/hostfile.sh target/debug/lama "$plugin"
     tests/slurm/configs.sh target/debug/lama "$plugin" $other
+    tests/slurm/mpi.sh target/debug/lama "$plugin"
     contrib/sandbox.sh stop >/dev/null
   ) 2>&1 | sed -E "s/^(not )?ok - /&[Slurm $version] /" | tee -a "$log"
 done

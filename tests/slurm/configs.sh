@@ -9,7 +9,6 @@
 set -uo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 other=${3:-}
-release=$(srun --version | awk '{print $2}')
 
 # Each task writes one line: rank, node, affinity, cgroup cpuset, LAMA_CPUS, TASK_MAP, the CPUs
 # SLURM_CPU_BIND says it has (its own mask, as a list), and the node TASK_MAP gives its rank.
@@ -59,8 +58,9 @@ refused() {
   else not_ok "$name (rc $rc, wanted a message containing: $expect)" "$out"; fi
 }
 
-echo "# Slurm $release: TaskPlugin=task/affinity,task/cgroup with ConstrainCores=yes (real cores)"
 cluster LAMA_SANDBOX_CGROUP=1
+release=$(srun --version | awk '{print $2}')
+echo "# Slurm $release: TaskPlugin=task/affinity,task/cgroup with ConstrainCores=yes (real cores)"
 n=$(nproc)
 bound_as_planned "affinity+cgroup, block csbnh 1c" "-N3 -n$((3 * n)) --lama-map=csbnh --lama-bind=1c" \
   "--this-machine --nodes 3 --map csbnh --bind 1c --np $((3 * n))"
