@@ -19,6 +19,7 @@ case "${1:-start}" in
 esac
 
 contrib/deps.sh
+contrib/deps.sh --mpi
 # A Slurm built from source (contrib/slurm-build.sh): its commands, and the plugin built for it.
 if [ -n "${LAMA_SLURM_PREFIX:-}" ]; then
   export SLURM_INCLUDE_DIR=$LAMA_SLURM_PREFIX/include PATH=$LAMA_SLURM_PREFIX/bin:$LAMA_SLURM_PREFIX/sbin:$PATH
@@ -77,6 +78,12 @@ SLURM_HOSTFILE=$LAMA_SANDBOX/layout.hosts srun -m arbitrary -n \$(wc -l < $LAMA_
 EOF
 sed 's/^/#   /' "$LAMA_SANDBOX/layout-job.sh"
 show salloc -N3 --exclusive bash "$LAMA_SANDBOX/layout-job.sh"
+echo
+echo "# A hybrid MPI + OpenMP job: Open MPI ranks (srun --mpi=pmix), one per node with $cpus cores each,"
+echo "# and inside each rank one OpenMP thread per core (--lama-threads=auto). The probe prints what"
+echo "# MPI and the OpenMP runtime see: rank, node-local group, the runtime's places, each thread's CPU:"
+mpicc.openmpi -fopenmp -O1 -o "$LAMA_SANDBOX/probe" tests/mpi/probe.c
+show srun -N3 -n3 -c"$cpus" --mpi=pmix --lama-map=ncsbh --lama-bind="${cpus}c" --lama-threads=auto --lama-verbose "$LAMA_SANDBOX/probe" omp
 echo
 echo "# A bad value stops srun before anything starts:"
 show srun -N1 -n1 --lama-bind=2q true || echo "(srun exited $?)"

@@ -4,6 +4,16 @@
 //! Placement is a pure function: [`mapper::plan`] takes node topologies and a [`spec::Request`]
 //! and returns a [`mapper::Plan`]. hwloc is read only in [`topology`]; nothing here binds,
 //! logs or touches the environment.
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`topology`], [`level`] | a node as hwloc sees it; the nine LAMA levels |
+//! | [`spec`], [`mapper`] | the user's request; the odometer that places ranks |
+//! | [`openmp`] | OpenMP threads inside a task, places drawn from its binding |
+//! | [`locality`] | NICs and GPUs, their distances, nearest-device choice |
+//! | [`taskmap`], [`slurm_layout`], [`hostfile`] | task maps, Slurm's layouts and host files |
+//! | [`slurm_step`] | what the SPANK plugin decides for a step, as pure functions |
+//! | [`idset`] | cpulists and idsets |
 
 #![warn(missing_docs)]
 
