@@ -374,6 +374,20 @@ fn gpus_the_job_was_given() {
     .expect("env")
     .expect("restricted");
     assert_eq!(names(&loc, &given.devices), strs("cuda1 cuda2"));
+    // --gpus-per-task (26.05 and 22.05 markers), even with --gpu-bind=none: no choice.
+    for (k, v) in [
+        ("SLURM_TRES_PER_TASK", "cpu=2,gres/gpu=1"),
+        ("SLURM_GPUS_PER_TASK", "1"),
+    ] {
+        let e = allowed_gpus(&loc, |q| match q {
+            _ if q == k => Some(v.to_string()),
+            "SLURMD_TRES_BIND" => Some("gres/gpu:none".to_string()),
+            "CUDA_VISIBLE_DEVICES" | "SLURM_STEP_GPUS" => Some("1".to_string()),
+            _ => None,
+        })
+        .expect_err("per-task GPUs");
+        assert!(e.to_string().contains("(--gpus-per-task)"), "{e}");
+    }
     // Slurm says it gave 2 GPUs but not which (--gpu-bind=none): no guess.
     let e = allowed_gpus(&loc, |k| {
         (k == "SLURM_GPUS_ON_NODE").then(|| "2".to_string())

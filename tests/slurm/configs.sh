@@ -194,8 +194,14 @@ else not_ok "GRES without --lama-gpus" "got:" "$got" "want:" "$slurm"; fi
 wait "$holder" 2>/dev/null
 refused "GRES: more GPUs per task than the step was given" "2 GPU(s) per task asked for, but the job was given 1" \
   -N1 -n1 --gres=gpu:1 --lama-gpus=2
-refused "GRES: --gpus-per-task with --lama-gpus" "Slurm binds GPUs task by task" \
+# Per-task GPUs: Slurm's per-task variables do not name the step's GPUs reliably (on 26.05 a task
+# may open GPU 2 while its SLURM_STEP_GPUS says 1), so lama refuses rather than guess.
+refused "GRES: --gpus-per-task with --lama-gpus" "(--gpus-per-task)" \
   -N1 -n2 --gpus-per-task=1 --lama-gpus=1
+refused "GRES: --gpus-per-task --gpu-bind=none with --lama-gpus" "(--gpus-per-task)" \
+  -N1 -n2 --gpus-per-task=1 --gpu-bind=none --lama-gpus=1
+refused "GRES: --gpu-bind=single:1 with --lama-gpus" "Slurm binds GPUs task by task" \
+  -N1 -n2 --gres=gpu:2 --gpu-bind=single:1 --lama-gpus=1
 
 if [ -n "$other" ]; then
   echo "# Slurm $release: a plugin built for another release"

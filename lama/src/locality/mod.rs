@@ -432,13 +432,21 @@ pub struct AllowedGpus {
 /// then `SLURM_STEP_GPUS` / `SLURM_JOB_GPUS` name the hardware indexes, entry by entry).
 /// When `SLURM_GPUS_ON_NODE` says Slurm gave GPUs but no vendor variable names them (as with
 /// `--gpu-bind=none` on 22.05), lama cannot tell which GPUs are the step's: that is an error.
-/// So is a step whose GPUs Slurm binds task by task (`SLURMD_TRES_BIND`, from `--gpus-per-task`
-/// or `--gpu-bind`): each task then sees only its own GPUs, and Slurm's `SLURM_STEP_GPUS` does
-/// not always name them.
+/// So is a step whose GPUs Slurm gives or binds task by task (`--gpus-per-task`, seen in
+/// `SLURM_TRES_PER_TASK` or `SLURM_GPUS_PER_TASK`; `--gpu-bind`, in `SLURMD_TRES_BIND`): each
+/// task's variables then describe at most its own GPUs, and under `--gpus-per-task` Slurm 26.05's
+/// `SLURM_STEP_GPUS` was seen naming a GPU the task's device cgroup did not allow.
 pub fn allowed_gpus(
     loc: &Locality,
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<AllowedGpus>, LocalityError> {
+    let per_task = get("SLURM_TRES_PER_TASK").is_some_and(|t| t.contains("gpu"))
+        || get("SLURM_GPUS_PER_TASK").is_some_and(|t| !t.trim().is_empty());
+    if per_task {
+        return Err(LocalityError::Allowed(
+            "Slurm gives this step's GPUs task by task (--gpus-per-task), and its variables in each task then do not name the step's GPUs reliably, so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N), or leave GPUs to Slurm (no --lama-gpus)".into(),
+        ));
+    }
     if let Some(bind) = get("SLURMD_TRES_BIND") {
         let gpu = bind.split(['+', ';']).map(str::trim).find_map(|b| {
             b.strip_prefix("gres/gpu:")
