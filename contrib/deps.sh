@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian packages lama needs to build and test, when any is missing.
-# Usage: contrib/deps.sh [--mpi]   (root, or sudo available)
-#   --mpi  the MPI libraries the cluster tests and the demo run (Open MPI and MPICH, with mpicc)
+# Installs Debian packages when any is missing (root, or sudo available).
+# Usage: contrib/deps.sh            what lama needs to build and test, and a Rust toolchain check
+#        contrib/deps.sh --mpi      the MPI libraries the cluster tests and the demo run
+#        contrib/deps.sh PKG...     these packages (used by the other scripts)
 set -euo pipefail
-pkgs=(libhwloc-dev pkg-config libudev-dev hwloc libslurm-dev binutils)
-[ "${1:-}" = --mpi ] && pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
+case "${1:-}" in
+  "") pkgs=(libhwloc-dev pkg-config libudev-dev hwloc libslurm-dev binutils) ;;
+  --mpi) pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev) ;;
+  *) pkgs=("$@") ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,4 +20,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-command -v cargo >/dev/null || { echo "lama: cargo is required (install Rust with rustup)" >&2; exit 1; }
+if [ -z "${1:-}" ]; then
+  command -v cargo >/dev/null || { echo "lama: cargo is required (install Rust with rustup)" >&2; exit 1; }
+fi

@@ -37,17 +37,10 @@ port=${LAMA_SANDBOX_PORT:-16800}
 die() { echo "sandbox: $*" >&2; exit 1; }
 
 deps() {
-  local pkgs=(munge util-linux hwloc) missing=()
+  local pkgs=(munge util-linux hwloc)
   [ -n "$prefix" ] || pkgs+=(slurmctld slurmd slurm-client libslurm-dev)
   [ -z "$prefix" ] || [ -x "$prefix/sbin/slurmd" ] || die "no Slurm in $prefix (build one with contrib/slurm-build.sh)"
-  for p in "${pkgs[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "sandbox: installing ${missing[*]}" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
+  "$top/contrib/deps.sh" "${pkgs[@]}"
 }
 
 # Whether a pid from a pid file names a live process (PID 1 reaps late here: look at the state).

@@ -31,16 +31,7 @@ if [ -f "$marker" ]; then
   exit 0
 fi
 
-pkgs=(build-essential libmunge-dev munge libhwloc-dev hwloc libpmix-dev pkg-config python3 xz-utils)
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "slurm-build: installing ${missing[*]}" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+"$top/contrib/deps.sh" build-essential libmunge-dev munge libhwloc-dev hwloc libpmix-dev pkg-config python3 xz-utils
 
 pmix=$(dirname "$(dirname "$(dpkg -L libpmix-dev | grep '/include/pmix.h$' | head -n 1)")")
 [ -d "$pmix" ] || die "cannot find PMIx's headers from libpmix-dev"

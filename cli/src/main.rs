@@ -1,5 +1,6 @@
 //! `lama`: preview LAMA placements and convert task maps.
 
+mod generate;
 mod hostfile;
 mod plan;
 mod taskmap;
@@ -29,6 +30,9 @@ enum Cmd {
     Taskmap(taskmap::TaskmapArgs),
     /// Expand relative host indexes (+n#, +e:#) into a SLURM_HOSTFILE for `srun -m arbitrary`.
     Hostfile(hostfile::HostfileArgs),
+    /// Write the manual pages and shell completions (for packagers).
+    #[command(hide = true)]
+    Generate(generate::GenerateArgs),
 }
 
 fn main() -> ExitCode {
@@ -75,5 +79,6 @@ fn main() -> ExitCode {
         }
         Cmd::Taskmap(a) => taskmap::run(a),
         Cmd::Hostfile(a) => hostfile::run(a),
+        Cmd::Generate(a) => generate::run(a, Cli::command()),
     }
 }

@@ -758,3 +758,60 @@ fn plan_shows_each_ranks_openmp_places() {
         Some(2)
     );
 }
+
+#[test]
+fn generate_writes_manual_pages_and_completions_from_the_code() {
+    let dir = scratch("generate");
+    let o = lama(&["generate", dir.to_str().expect("path")], &[]);
+    assert!(o.status.success(), "{o:?}");
+    for f in [
+        "man1/lama.1",
+        "man1/lama-plan.1",
+        "man1/lama-taskmap.1",
+        "man1/lama-hostfile.1",
+        "man8/lama-spank.8",
+        "completions/lama.bash",
+        "completions/_lama",
+    ] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+        assert!(text.len() > 200, "{f} is missing or nearly empty");
+    }
+    // Every option of `lama plan` is in its page, every plugin option and plugstack.conf
+    // argument in lama-spank(8) (roff escapes each '-').
+    let plan = std::fs::read_to_string(dir.join("man1/lama-plan.1")).expect("page");
+    for opt in [
+        "synthetic",
+        "threads",
+        "omp\\-bind",
+        "slurm\\-hostfile",
+        "device\\-weights",
+    ] {
+        assert!(
+            plan.contains(&format!("\\-\\-{opt}")),
+            "lama-plan.1 lacks --{opt}"
+        );
+    }
+    let spank = std::fs::read_to_string(dir.join("man8/lama-spank.8")).expect("page");
+    for o in lama::slurm_step::OPTIONS {
+        let name = o.name.replace('-', "\\-");
+        assert!(
+            spank.contains(&format!("\\-\\-lama\\-{name}")),
+            "lama-spank.8 lacks --lama-{}",
+            o.name
+        );
+    }
+    for s in lama::slurm_step::SETTINGS {
+        let key = s.key.replace('-', "\\-");
+        assert!(
+            spank.contains(&format!(".B {key}=")),
+            "lama-spank.8 lacks {}=",
+            s.key
+        );
+    }
+    assert!(
+        !spank.contains('@'),
+        "a placeholder is left in lama-spank.8"
+    );
+    let bash = std::fs::read_to_string(dir.join("completions/lama.bash")).expect("bash");
+    assert!(bash.contains("--topology") && bash.contains("taskmap"));
+}

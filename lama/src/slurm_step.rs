@@ -292,7 +292,48 @@ pub enum StepError {
     Devices(String),
 }
 
-const SETTING_KEYS: &str = "map, bind, mppr, order, map-by, bind-to, rank-by, nics, gpus, threads, omp-bind, omp-override, oversubscribe, apply, taskmap, verbose, topology, cache, weights";
+/// One `plugstack.conf` argument of the plugin (`key=value`).
+#[derive(Clone, Copy, Debug)]
+pub struct SettingInfo {
+    /// The key.
+    pub key: &'static str,
+    /// What the value looks like.
+    pub value: &'static str,
+    /// What it does, for the manual page.
+    pub meaning: &'static str,
+}
+
+/// Every `plugstack.conf` argument, in manual-page order.
+pub const SETTINGS: [SettingInfo; 19] = [
+    SettingInfo { key: "map", value: "STR", meaning: "default --lama-map" },
+    SettingInfo { key: "bind", value: "WL", meaning: "default --lama-bind" },
+    SettingInfo { key: "mppr", value: "LIST", meaning: "default --lama-mppr" },
+    SettingInfo { key: "order", value: "n|s", meaning: "default --lama-order" },
+    SettingInfo { key: "map-by", value: "X", meaning: "default --lama-map-by" },
+    SettingInfo { key: "bind-to", value: "Y", meaning: "default --lama-bind-to" },
+    SettingInfo { key: "rank-by", value: "Z", meaning: "default --lama-rank-by" },
+    SettingInfo { key: "nics", value: "N", meaning: "default --lama-nics" },
+    SettingInfo { key: "gpus", value: "N", meaning: "default --lama-gpus" },
+    SettingInfo { key: "threads", value: "N|auto", meaning: "default --lama-threads" },
+    SettingInfo { key: "omp-bind", value: "spread|close", meaning: "default --lama-omp-bind" },
+    SettingInfo { key: "omp-override", value: "yes|no", meaning: "lama's OMP_* variables replace the job's (default no)" },
+    SettingInfo { key: "oversubscribe", value: "yes|no", meaning: "default --lama-oversubscribe (default no)" },
+    SettingInfo { key: "apply", value: "requested|always", meaning: "place only steps given a --lama option (default), or every step with the defaults" },
+    SettingInfo { key: "taskmap", value: "yes|no", meaning: "export TASK_MAP to every step's tasks (default yes)" },
+    SettingInfo { key: "verbose", value: "yes|no", meaning: "every step reports its bindings as with --lama-verbose (default no)" },
+    SettingInfo { key: "topology", value: "FILE", meaning: "place on this hwloc XML instead of the machine: CPUs are computed and exported, not bound (what-if clusters)" },
+    SettingInfo { key: "cache", value: "DIR|none", meaning: "where slurmd saves the machine's topology at start for the steps to load (default /run/lama)" },
+    SettingInfo { key: "weights", value: "FILE", meaning: "device weights (OBJECT ----W---> DEVICE lines) for NIC and GPU choice" },
+];
+
+/// The keys of [`SETTINGS`], for messages.
+fn setting_keys() -> String {
+    SETTINGS
+        .iter()
+        .map(|s| s.key)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// Most devices of a kind a task may ask for.
 const MAX_DEVICES: usize = 64;
@@ -325,7 +366,8 @@ impl Settings {
             let arg = arg.as_ref();
             let (key, value) = arg.split_once('=').ok_or_else(|| {
                 StepError::Setting(format!(
-                    "argument '{arg}' is not key=value; valid keys: {SETTING_KEYS}"
+                    "argument '{arg}' is not key=value; valid keys: {}",
+                    setting_keys()
                 ))
             })?;
             match key {
@@ -379,7 +421,8 @@ impl Settings {
                     let is_value_option = OPTIONS.iter().any(|o| o.name == key && o.arg.is_some());
                     if !is_value_option {
                         return Err(StepError::Setting(format!(
-                            "unknown argument '{key}'; valid keys: {SETTING_KEYS}"
+                            "unknown argument '{key}'; valid keys: {}",
+                            setting_keys()
                         )));
                     }
                     s.defaults.set(key, Some(value));

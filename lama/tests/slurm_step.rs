@@ -373,3 +373,32 @@ fn threads_merge_user_over_defaults() {
     );
     assert!(Settings::parse(&["omp-override=maybe"]).is_err());
 }
+
+#[test]
+fn every_documented_plugstack_argument_is_accepted() {
+    use lama::slurm_step::SETTINGS;
+    // A valid value for each key (the manual page is made from SETTINGS).
+    let sample = |key: &str| match key {
+        "map" => "csbnh",
+        "bind" => "1c",
+        "mppr" => "1:c",
+        "order" => "n",
+        "map-by" | "bind-to" => "core",
+        "rank-by" => "slot",
+        "nics" | "gpus" | "threads" => "1",
+        "omp-bind" => "close",
+        "apply" => "always",
+        "cache" => "/run/lama",
+        "topology" | "weights" => "/some/file",
+        _ => "yes",
+    };
+    for s in SETTINGS {
+        // Expert and simple defaults cannot be mixed, so each key is parsed alone.
+        let arg = format!("{}={}", s.key, sample(s.key));
+        assert!(Settings::parse(&[arg.as_str()]).is_ok(), "{arg} refused");
+    }
+    let e = Settings::parse(&["colour=blue"]).unwrap_err().to_string();
+    for s in SETTINGS {
+        assert!(e.contains(s.key), "the message lists valid keys: {e}");
+    }
+}

@@ -48,15 +48,6 @@ bound_as_planned() {
     "want (lama plan $plan_args):" "$want" "$bad" "$(cat "$work/err")"; fi
 }
 
-# A step that must not start: srun fails, the message is shown, no task printed.
-refused() {
-  local name=$1 expect=$2; shift 2
-  local out rc
-  out=$(run "$@" bash -c 'echo TASK-RAN' 2>&1); rc=$?
-  if [ $rc -ne 0 ] && grep -qF -- "$expect" <<<"$out" && ! grep -q TASK-RAN <<<"$out"; then
-    ok "$name: srun exits $rc, no task ran, message shown"
-  else not_ok "$name (rc $rc, wanted a message containing: $expect)" "$out"; fi
-}
 
 cluster LAMA_SANDBOX_CGROUP=1
 release=$(srun --version | awk '{print $2}')

@@ -21,3 +21,12 @@ cluster() {
 run() { timeout 120 srun "$@"; }
 # `lama plan` text as "rank node cpus" lines.
 plan_lines() { "$lama" plan "$@" | awk '/^node [0-9]+ / {n = $2} /^  rank / {print $2, n, $NF}' | sort -n; }
+# A step that must not start: srun fails, the message is shown, no task printed.
+refused() {
+  local name=$1 expect=$2 out rc
+  shift 2
+  out=$(run "$@" bash -c 'echo TASK-RAN' 2>&1); rc=$?
+  if [ $rc -ne 0 ] && grep -qF -- "$expect" <<<"$out" && ! grep -q TASK-RAN <<<"$out"; then
+    ok "$name: srun exits $rc, no task ran, message shown"
+  else not_ok "$name (rc $rc, wanted a message containing: $expect)" "$out"; fi
+}

@@ -66,15 +66,6 @@ taskmap_case() {
   else not_ok "TASK_MAP $name: $agree of $n tasks agree" "$out"; fi
 }
 
-# A step that must not start: srun fails, the message is shown, no task printed.
-refused() {
-  local name=$1 expect=$2; shift 2
-  local out rc
-  out=$(run "$@" bash -c 'echo TASK-RAN' 2>&1); rc=$?
-  if [ $rc -ne 0 ] && grep -qF -- "$expect" <<<"$out" && ! grep -q TASK-RAN <<<"$out"; then
-    ok "$name: srun exits $rc, no task ran, message shown"
-  else not_ok "$name (rc $rc, wanted a message containing: $expect)" "$out"; fi
-}
 
 echo "# plugin on this machine's real cores"
 cluster

@@ -1,0 +1,114 @@
+//! `lama generate DIR`: the manual pages and shell completions, made from the command's own
+//! definitions and the plugin's option tables so that they cannot drift from what the code
+//! accepts. Used by `contrib/package.sh`; hidden from `lama --help`.
+//!
+//! Writes `DIR/man1/lama.1`, `lama-plan.1`, `lama-taskmap.1`, `lama-hostfile.1`,
+//! `DIR/man8/lama-spank.8`, `DIR/completions/lama.bash` and `DIR/completions/_lama` (zsh).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Command};
+use lama::slurm_step::{OPTIONS, SETTINGS};
+
+/// Write the manual pages and shell completions.
+#[derive(Args)]
+pub struct GenerateArgs {
+    /// Where to write man1/, man8/ and completions/.
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+}
+
+/// The plugin's page, with its option and argument lists filled in from the code.
+const SPANK_PAGE: &str = include_str!("../../docs/lama-spank.8.in");
+
+/// Roff text with its special characters escaped.
+fn roff(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('-', "\\-")
+}
+
+/// `lama-spank(8)`: the template with `@OPTIONS@`, `@SETTINGS@` and `@VERSION@` filled in.
+pub fn spank_page() -> String {
+    let options: String = OPTIONS
+        .iter()
+        .map(|o| {
+            let arg = o
+                .arg
+                .map(|a| format!("=\\fI{}\\fP", roff(a)))
+                .unwrap_or_default();
+            format!(
+                ".TP\n.B \\-\\-lama\\-{}{arg}\n{}\n",
+                roff(o.name),
+                roff(o.usage)
+            )
+        })
+        .collect();
+    let settings: String = SETTINGS
+        .iter()
+        .map(|s| {
+            format!(
+                ".TP\n.B {}=\\fI{}\\fP\n{}\n",
+                roff(s.key),
+                roff(s.value),
+                roff(s.meaning)
+            )
+        })
+        .collect();
+    SPANK_PAGE
+        .replace("@OPTIONS@\n", &options)
+        .replace("@SETTINGS@\n", &settings)
+        .replace("@VERSION@", env!("CARGO_PKG_VERSION"))
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn man(cmd: Command) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd)
+        .render(&mut out)
+        .map_err(|e| format!("cannot render a manual page: {e}"))?;
+    Ok(out)
+}
+
+/// Writes everything under `a.dir`; `cmd` is the whole `lama` command.
+pub fn run(a: GenerateArgs, mut cmd: Command) -> ExitCode {
+    let result = (|| -> Result<(), String> {
+        cmd.build();
+        let man1 = a.dir.join("man1");
+        write(&man1.join("lama.1"), &man(cmd.clone())?)?;
+        for sub in cmd
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        {
+            let name = format!("lama-{}", sub.get_name());
+            let page = sub
+                .clone()
+                .name(name.clone())
+                .bin_name(format!("lama {}", sub.get_name()));
+            write(&man1.join(format!("{name}.1")), &man(page)?)?;
+        }
+        write(&a.dir.join("man8/lama-spank.8"), spank_page().as_bytes())?;
+        for (shell, file) in [
+            (clap_complete::Shell::Bash, "lama.bash"),
+            (clap_complete::Shell::Zsh, "_lama"),
+        ] {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut cmd.clone(), "lama", &mut out);
+            write(&a.dir.join("completions").join(file), &out)?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lama generate: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

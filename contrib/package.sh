@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Builds lama's packages into target/package/.
+#
+# Usage: contrib/package.sh deb    a Debian package for the distribution's Slurm (dpkg-deb), checked
+#                                  with lintian: the plugin in Slurm's plugin directory, lama in
+#                                  /usr/bin, manual pages, completions, documentation, and a
+#                                  commented plugstack.conf.d snippet (installing enables nothing)
+#        contrib/package.sh rpm    an RPM for EL sites that build Slurm themselves, from
+#                                  contrib/lama-slurm.spec with rpmbuild
+# The plugin is built against the headers SLURM_INCLUDE_DIR names (default: the installed
+# Slurm's), and each package requires that Slurm major.minor release.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+kind=${1:-}
+out=$top/target/package
+die() { echo "package: $*" >&2; exit 1; }
+
+version=$(awk -F'"' '/^\[workspace.package\]/ {w = 1} w && $1 ~ /^version/ {print $2; exit}' Cargo.toml)
+include=${SLURM_INCLUDE_DIR:-/usr/include}
+slurm_number=$(awk '$1 == "#define" && $2 == "SLURM_VERSION_NUMBER" {print $3}' "$include/slurm/slurm_version.h")
+[ -n "$slurm_number" ] || die "no SLURM_VERSION_NUMBER in $include/slurm/slurm_version.h"
+major=$((slurm_number >> 16)) minor=$(((slurm_number >> 8) & 255)) micro=$((slurm_number & 255))
+slurm=$(printf '%d.%02d.%d' $major $minor $micro)
+# Every later release sorts at or above major.(minor+1): the plugin must not be loaded by one.
+next=$(printf '%d.%02d' $major $((minor + 1)))
+
+build() {
+  contrib/deps.sh
+  cargo build --release --quiet -p lama-spank -p lama-cli
+  rm -rf "$out/gen"
+  target/release/lama generate "$out/gen"
+}
+
+deb() {
+  contrib/deps.sh dpkg-dev lintian
+  build
+  local arch multiarch root doc
+  arch=$(dpkg --print-architecture)
+  multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+  root=$out/deb-root
+  doc=$root/usr/share/doc/lama-slurm
+  rm -rf "$root"
+  install -d -m 0755 "$root/DEBIAN" "$doc" "$root/usr/bin" "$root/usr/lib/$multiarch/slurm-wlm" \
+    "$root/usr/share/man/man1" "$root/usr/share/man/man8" "$root/etc/slurm/plugstack.conf.d" \
+    "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions"
+  install -m 0755 -s target/release/lama "$root/usr/bin/lama"
+  # Slurm's own plugins are 0644 shared objects in its plugin directory.
+  install -m 0644 -s target/release/liblama_spank.so "$root/usr/lib/$multiarch/slurm-wlm/lama.so"
+  for page in "$out"/gen/man1/*.1 "$out"/gen/man8/*.8; do
+    local sect=${page##*.}
+    gzip -9n -c "$page" > "$root/usr/share/man/man$sect/$(basename "$page").gz"
+  done
+  install -m 0644 "$out/gen/completions/lama.bash" "$root/usr/share/bash-completion/completions/lama"
+  install -m 0644 "$out/gen/completions/_lama" "$root/usr/share/zsh/vendor-completions/_lama"
+  gzip -9n -c README.md > "$doc/README.md.gz"
+  install -m 0644 plugstack.conf.example "$doc/plugstack.conf.example"
+  sed "s#@PLUGIN@#/usr/lib/$multiarch/slurm-wlm/lama.so#" contrib/packaging/plugstack-lama.conf \
+    > "$root/etc/slurm/plugstack.conf.d/lama.conf"
+  chmod 0644 "$root/etc/slurm/plugstack.conf.d/lama.conf"
+  install -m 0644 contrib/packaging/copyright "$doc/copyright"
+  sed "s/@VERSION@/$version/; s/@SLURM@/$slurm/" contrib/packaging/changelog | gzip -9n > "$doc/changelog.gz"
+  echo /etc/slurm/plugstack.conf.d/lama.conf > "$root/DEBIAN/conffiles"
+  # Shared-library dependencies as Debian computes them, plus the Slurm release the plugin was
+  # built for: a Slurm upgrade to another major.minor cannot leave this plugin loaded.
+  local shlibs tmp
+  tmp=$(mktemp -d)
+  mkdir -p "$tmp/debian"
+  printf 'Source: lama\n\nPackage: lama-slurm\nArchitecture: any\n' > "$tmp/debian/control"
+  shlibs=$(cd "$tmp" && dpkg-shlibdeps -O "$root/usr/bin/lama" "$root/usr/lib/$multiarch/slurm-wlm/lama.so" 2>/dev/null |
+    sed -n 's/^shlibs:Depends=//p')
+  rm -rf "$tmp"
+  [ -n "$shlibs" ] || die "dpkg-shlibdeps found no dependencies"
+  local size
+  size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+  cat > "$root/DEBIAN/control" <<EOF
+Package: lama-slurm
+Version: $version
+Architecture: $arch
+Maintainer: lama developers <lama-devel@lists.example.org>
+Installed-Size: $size
+Depends: $shlibs, slurm-client (>= $slurm), slurm-client (<< $next~)
+Enhances: slurmd
+Section: admin
+Priority: optional
+Homepage: https://example.org/lama
+Description: topology-aware task placement for Slurm (LAMA)
+ A Slurm SPANK plugin that places the tasks of each job step on the
+ hardware of its nodes with LAMA, the Locality Aware Mapping Algorithm,
+ binds them, gives them their nearest NICs and GPUs and OpenMP thread
+ places, and exports the step's task map (Flux RFC 34) as TASK_MAP.
+ .
+ Built for Slurm $slurm; enable it in plugstack.conf (see
+ /etc/slurm/plugstack.conf.d/lama.conf). Also ships the lama command,
+ which previews placements and converts task maps.
+EOF
+  (cd "$root" && find . -type f ! -path './DEBIAN/*' ! -path './etc/*' -printf '%P\0' | sort -z | xargs -0 md5sum) > "$root/DEBIAN/md5sums"
+  local deb=$out/lama-slurm_${version}_$arch.deb
+  rm -f "$deb"
+  dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+  echo "$deb"
+  # lintian: errors fail the build; its warnings are printed.
+  if ! lintian --fail-on error --suppress-tags-from-file contrib/packaging/lintian-overrides "$deb" >&2; then
+    die "lintian reports errors for $deb"
+  fi
+}
+
+rpm_pkg() {
+  contrib/deps.sh rpm
+  build
+  local topdir=$out/rpm
+  rm -rf "$topdir"
+  mkdir -p "$topdir"/{SOURCES,SPECS,BUILD,RPMS,SRPMS}
+  # The binaries built above are packaged as they are (the spec's %build reuses the tree's
+  # target directory); --nodeps: this Debian machine's rpm database has no slurm package.
+  rpmbuild -bb --nodeps --quiet \
+    --define "_topdir $topdir" --define "lama_version $version" --define "lama_tree $top" \
+    --define "slurm_version $slurm" --define "slurm_next $next" --define "__brp_compress /bin/true" \
+    contrib/lama-slurm.spec >&2
+  find "$topdir/RPMS" -name '*.rpm' -print
+}
+
+case "$kind" in
+  deb) deb ;;
+  rpm) rpm_pkg ;;
+  *) die "usage: $0 deb|rpm" ;;
+esac

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The packages as an admin uses them: builds the Debian package, installs it with dpkg -i, runs
+# the sandbox cluster with the installed plugin and the installed lama (nothing from the build
+# tree), reads the manual pages, removes the package and checks that nothing it installed
+# remains; builds the RPM and checks what it requires. Debian's Slurm (the package's) must be
+# installed; LAMA_SANDBOX and LAMA_SANDBOX_PORT name the cluster, which this script stops.
+# Usage: tests/package.sh   (from the repository, as root)
+# Prints one "ok - ..." or "not ok - ..." line per check.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+contrib/deps.sh man-db
+work=$(mktemp -d)
+trap 'rm -rf "$work"; dpkg -P lama-slurm >/dev/null 2>&1 || true' EXIT
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+
+deb=$(contrib/package.sh deb 2>"$work/build.err" | tail -n 1)
+if [ -f "$deb" ]; then ok "Debian package built, lintian reports no errors: $(basename "$deb")"
+else not_ok "Debian package" "$(tail -n 30 "$work/build.err")"; exit 0; fi
+depends=$(dpkg-deb -f "$deb" Depends)
+slurm=$(dpkg-query -W -f='${Version}' slurm-client | sed 's/-.*//')
+mm=${slurm%.*}
+if grep -q "slurm-client (>= $slurm)" <<<"$depends" && grep -q "slurm-client (<< ${mm%.*}.$(printf '%02d' $((10#${mm#*.} + 1)))~)" <<<"$depends" \
+  && grep -q 'libhwloc15' <<<"$depends"; then
+  ok "the package requires hwloc and Slurm $mm (this machine's $slurm), not another release: $depends"
+else not_ok "package dependencies" "$depends"; fi
+
+if ! dpkg -i "$deb" >"$work/install.log" 2>&1; then not_ok "dpkg -i" "$(cat "$work/install.log")"; exit 0; fi
+dpkg -L lama-slurm > "$work/files"
+plugin=$(grep '/slurm-wlm/lama\.so$' "$work/files")
+ok "dpkg -i installed $(wc -l < "$work/files") paths, the plugin as $plugin"
+snippet=/etc/slurm/plugstack.conf.d/lama.conf
+if [ -f "$snippet" ] && ! grep -qv '^#' "$snippet" && grep -q "^#required $plugin$" "$snippet"; then
+  ok "the plugstack.conf.d snippet is installed commented out (nothing enabled)"
+else not_ok "plugstack.conf.d snippet" "$(cat "$snippet" 2>&1)"; fi
+if MANPAGER=cat MANWIDTH=100 man lama-spank 2>/dev/null | grep -q -- '--lama-threads' \
+  && MANPAGER=cat man lama-plan 2>/dev/null | grep -q -- '--synthetic' \
+  && [ -f /usr/share/bash-completion/completions/lama ] && [ -f /usr/share/zsh/vendor-completions/_lama ]; then
+  ok "man lama-spank and man lama-plan work; bash and zsh completions installed"
+else not_ok "manual pages or completions" "$(MANPAGER=cat man lama-spank 2>&1 | head -5)"; fi
+
+# The sandbox with the installed plugin; expectations from the installed lama.
+contrib/sandbox.sh stop >/dev/null 2>&1
+LAMA_SANDBOX_PLUGIN="required $plugin" contrib/sandbox.sh start >/dev/null
+export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
+n=$(nproc)
+got=$(timeout 120 srun -N3 -n$((3 * n)) --lama-map=csbnh --lama-bind=1c bash -c \
+  'echo "$SLURM_PROCID $SLURM_NODEID $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status) $TASK_MAP"' 2>&1 | sort -n)
+want=$(/usr/bin/lama plan --this-machine --nodes 3 --map csbnh --bind 1c --np $((3 * n)) |
+  awk '/^node [0-9]+ / {n = $2} /^  rank / {print $2, n, $NF} /^TASK_MAP=/ {sub("TASK_MAP=", ""); m = $0} END {print m > "/dev/stderr"}' 2>"$work/map" | sort -n)
+map=$(cat "$work/map")
+if [ -n "$got" ] && [ "$got" = "$(awk -v m="$map" '{print $0, m}' <<<"$want")" ]; then
+  ok "installed plugin: bindings and TASK_MAP as the installed lama plan says"
+else not_ok "installed plugin step" "got:" "$got" "want:" "$want" "TASK_MAP $map"; fi
+out=$(timeout 60 srun -N1 -n1 --lama-bind=2q true 2>&1); rc=$?
+if [ $rc -ne 0 ] && grep -qF "invalid --lama-bind '2q'" <<<"$out"; then ok "installed plugin refuses a bad option in srun"
+else not_ok "installed plugin, bad option (rc $rc)" "$out"; fi
+contrib/sandbox.sh stop >/dev/null
+
+# Removal: every file the package installed is gone, but the conffile, which dpkg -r keeps as
+# the admin's configuration until purge.
+dpkg -r lama-slurm >"$work/remove.log" 2>&1
+left=$(while read -r f; do [ -f "$f" ] && echo "$f"; done < "$work/files")
+if [ "$left" = "$snippet" ]; then ok "dpkg -r removed every installed file; only the conffile $snippet stays until purge"
+else not_ok "files left after dpkg -r" "$left" "$(cat "$work/remove.log")"; fi
+dpkg -P lama-slurm >/dev/null 2>&1
+left=$(while read -r f; do [ -e "$f" ] && [ ! -d "$f" ] && echo "$f"; done < "$work/files")
+if [ -z "$left" ]; then ok "dpkg -P: nothing the package installed remains"
+else not_ok "files left after purge" "$left"; fi
+
+# The RPM for EL sites.
+rpmfile=$(contrib/package.sh rpm 2>"$work/rpm.err" | tail -n 1)
+if [ -f "$rpmfile" ]; then
+  req=$(rpm -qp --requires "$rpmfile" 2>/dev/null)
+  files=$(rpm -qpl "$rpmfile" 2>/dev/null)
+  if grep -qx "slurm >= $slurm" <<<"$req" && grep -q "^slurm < " <<<"$req" && grep -q '/slurm/lama.so$' <<<"$files" \
+    && grep -q 'man8/lama-spank.8' <<<"$files" && grep -q '/usr/bin/lama$' <<<"$files"; then
+    ok "RPM built with rpmbuild: $(basename "$rpmfile") requires $(grep '^slurm' <<<"$req" | tr '\n' ' ')"
+  else not_ok "RPM contents" "$req" "$files"; fi
+else not_ok "RPM build" "$(tail -n 30 "$work/rpm.err")"; fi
