@@ -75,6 +75,9 @@ done
 echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM"
 tests/package.sh | tee -a "$log"
 
+echo "== pictures: lama plan --format svg rendered by headless Chromium"
+tests/pictures.sh target/debug/lama target/pictures | tee -a "$log"
+
 echo "== test command took $(( $(date +%s) - started )) s"
 # One closing line with the totals of every test binary and cluster test.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }

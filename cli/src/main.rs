@@ -3,6 +3,7 @@
 mod generate;
 mod hostfile;
 mod plan;
+mod svg;
 mod taskmap;
 
 use std::process::ExitCode;

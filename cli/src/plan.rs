@@ -13,10 +13,32 @@ use lama::taskmap::{rfc34, TaskMap};
 use lama::{idset, plan, NodeTopology, Plan};
 use serde_json::{json, Value};
 
+use crate::svg;
+
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum Format {
     Text,
     Json,
+}
+
+/// `lama plan`'s output formats.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PlanFormat {
+    Text,
+    Json,
+    /// A picture of each distinct node shape, PUs coloured by rank.
+    Svg,
+}
+
+impl PlanFormat {
+    /// How errors are written: JSON for JSON output, text otherwise.
+    fn errors(self) -> Format {
+        if self == PlanFormat::Json {
+            Format::Json
+        } else {
+            Format::Text
+        }
+    }
 }
 
 /// Preview where every rank of a job goes.
@@ -87,8 +109,11 @@ pub struct PlanArgs {
     #[arg(long, value_name = "HOSTLIST", requires = "slurm_hostfile")]
     nodelist: Option<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    format: PlanFormat,
+    /// Write the output to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 /// The host names --slurm-hostfile writes, from --nodelist or the running job.
@@ -314,19 +339,19 @@ fn job_nodes(
 pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
     let req = match request(&a) {
         Ok(r) => r,
-        Err(e) => return fail(a.format, "invalid-option", &e, None),
+        Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
     };
     let threads = match thread_request(&a) {
         Ok(t) => t,
-        Err(e) => return fail(a.format, "invalid-option", &e, None),
+        Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
     };
     let hosts = match job_hosts(&a) {
         Ok(h) => h,
-        Err(e) => return fail(a.format, "invalid-option", &e, None),
+        Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
     };
     let (models, per_node) = match job_nodes(&a, m, hosts.as_deref()) {
         Ok(x) => x,
-        Err(e) => return fail(a.format, "invalid-option", &e, None),
+        Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
     };
     let nodes: Vec<&NodeTopology> = per_node.iter().map(|&i| &models[i].0).collect();
     let p = match plan(&nodes, &req) {
@@ -338,7 +363,7 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
                 } => Some((*placed, *requested)),
                 _ => None,
             };
-            return fail(a.format, e.kind(), &e.to_string(), counts);
+            return fail(a.format.errors(), e.kind(), &e.to_string(), counts);
         }
     };
     if let (Some(path), Some(hosts)) = (&a.slurm_hostfile, &hosts) {
@@ -349,13 +374,13 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
                     .map_err(|e| format!("cannot write {}: {e}", path.display()))
             });
         if let Err(e) = written {
-            return fail(a.format, "io", &e, None);
+            return fail(a.format.errors(), "io", &e, None);
         }
     }
     let devices = if a.nics > 0 || a.gpus > 0 || a.device_weights.is_some() {
         match rank_devices(&a, &models, &p, &nodes, &per_node) {
             Ok(d) => Some(d),
-            Err(e) => return fail(a.format, "devices", &e, None),
+            Err(e) => return fail(a.format.errors(), "devices", &e, None),
         }
     } else {
         None
@@ -370,7 +395,7 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
                 .collect();
             match per_rank {
                 Ok(v) => Some(v),
-                Err(e) => return fail(a.format, "threads", &e.to_string(), None),
+                Err(e) => return fail(a.format.errors(), "threads", &e.to_string(), None),
             }
         }
         None => None,
@@ -379,11 +404,88 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         devices: devices.as_deref(),
         places: places.as_deref(),
     };
-    match a.format {
-        Format::Json => println!("{}", to_json(&p, &nodes, &req, &extra)),
-        Format::Text => print!("{}", to_text(&p, &nodes, &req, &extra)),
+    let text = match a.format {
+        PlanFormat::Json => format!("{}\n", to_json(&p, &nodes, &req, &extra)),
+        PlanFormat::Text => to_text(&p, &nodes, &req, &extra),
+        PlanFormat::Svg => svg::svg(&drawings(&p, &nodes, &models, &per_node, extra.devices)),
+    };
+    match &a.output {
+        Some(path) => match std::fs::write(path, text) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(
+                a.format.errors(),
+                "io",
+                &format!("cannot write {}: {e}", path.display()),
+                None,
+            ),
+        },
+        None => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
     }
-    ExitCode::SUCCESS
+}
+
+/// One drawing per node shape (nodes described alike: the same XML file, synthetic description
+/// or this machine): the first node of that shape, its ranks and the devices they use.
+fn drawings<'a>(
+    p: &Plan,
+    nodes: &[&'a NodeTopology],
+    models: &[Model],
+    per_node: &[usize],
+    devices: Option<&[RankDevices]>,
+) -> Vec<svg::Drawing<'a>> {
+    let by_node = ranks_by_node(p, nodes.len());
+    let mut out = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for n in 0..nodes.len() {
+        let shape = nodes[n].name();
+        if seen.contains(&shape) {
+            continue;
+        }
+        seen.push(shape);
+        let same: Vec<usize> = (0..nodes.len())
+            .filter(|&m| nodes[m].name() == shape)
+            .collect();
+        let loc = &models[per_node[n]].1;
+        let ranks: Vec<(usize, Vec<u32>)> =
+            by_node[n].iter().map(|&r| (r, p.cpus(r, nodes))).collect();
+        let mut used: Vec<(String, Vec<u32>, Vec<usize>)> = Vec::new();
+        if let (Some(devs), Some(loc)) = (devices, loc) {
+            for &r in &by_node[n] {
+                let (nics, gpus) = &devs[r];
+                for name in nics.iter().chain(gpus) {
+                    match used.iter_mut().find(|u| &u.0 == name) {
+                        Some(u) => u.2.push(r),
+                        None => {
+                            let cpus = loc
+                                .devices()
+                                .iter()
+                                .find(|d| &d.name == name)
+                                .map(|d| loc.places()[d.place].cpus.clone())
+                                .unwrap_or_default();
+                            used.push((name.clone(), cpus, vec![r]));
+                        }
+                    }
+                }
+            }
+        }
+        let more = match same.len() {
+            1 => String::new(),
+            k => format!("; {} more node(s) of this shape", k - 1),
+        };
+        out.push(svg::Drawing {
+            node: nodes[n],
+            title: format!(
+                "node {n} ({}): {} rank(s){more}",
+                nodes[n].name(),
+                ranks.len()
+            ),
+            ranks,
+            devices: used,
+        });
+    }
+    out
 }
 
 /// What ranks get besides CPUs, when asked for.

@@ -815,3 +815,51 @@ fn generate_writes_manual_pages_and_completions_from_the_code() {
     let bash = std::fs::read_to_string(dir.join("completions/lama.bash")).expect("bash");
     assert!(bash.contains("--topology") && bash.contains("taskmap"));
 }
+
+#[test]
+fn plan_draws_each_node_shape_as_svg() {
+    let out = scratch("svg").join("plan.svg");
+    // Two nodes of one shape and one of another: two drawings, every PU drawn once per
+    // drawing, one legend swatch per rank of the drawn nodes.
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            NODE,
+            "--synthetic",
+            NODE,
+            "--synthetic",
+            "pack:1 core:2 pu:1",
+            "--map",
+            "nsbch",
+            "--bind",
+            "1c",
+            "--np",
+            "6",
+            "--format",
+            "svg",
+            "--output",
+            out.to_str().expect("path"),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert!(stdout(&o).is_empty());
+    let svg = std::fs::read_to_string(&out).expect("svg written");
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(svg.matches("class=\"title\">node ").count(), 2, "{svg}");
+    assert!(svg.contains("node 0 (pack:2 core:4 pu:2): 3 rank(s); 1 more node(s) of this shape"));
+    // 16 PUs in the first drawing, 2 in the second.
+    assert_eq!(svg.matches("<title>PU ").count(), 18);
+    // nsbch puts ranks 0 and 3 on node 0, 2 and 5 on node 2 (the drawn ones).
+    for r in [0, 3, 2, 5] {
+        assert!(
+            svg.contains(&format!("rank {r}: cpus")),
+            "legend lacks rank {r}"
+        );
+    }
+    assert!(
+        !svg.contains("rank 1: cpus"),
+        "rank 1 is on node 1, not drawn"
+    );
+}
