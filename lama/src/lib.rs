@@ -12,7 +12,8 @@
 //! | [`openmp`] | OpenMP threads inside a task, places drawn from its binding |
 //! | [`locality`] | NICs and GPUs, their distances, nearest-device choice |
 //! | [`taskmap`], [`slurm_layout`], [`hostfile`] | task maps, Slurm's layouts and host files |
-//! | [`slurm_step`] | what the SPANK plugin decides for a step, as pure functions |
+//! | [`slurm_options`] | the plugin's options and `plugstack.conf` arguments, merged per step |
+//! | [`slurm_step`] | what the SPANK plugin decides for a step on a node, as pure functions |
 //! | [`idset`] | cpulists and idsets |
 
 #![warn(missing_docs)]
@@ -32,5 +33,6 @@ pub mod spec;
 pub use mapper::{plan, Placement, PlacementError, Plan};
 pub use spec::{Request, SpecError};
 pub mod slurm_layout;
+pub mod slurm_options;
 pub mod slurm_step;
 pub mod taskmap;

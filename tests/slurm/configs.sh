@@ -186,10 +186,12 @@ wait "$holder" 2>/dev/null
 refused "GRES: more GPUs per task than the step was given" "2 GPU(s) per task asked for, but the job was given 1" \
   -N1 -n1 --gres=gpu:1 --lama-gpus=2
 # Per-task GPUs: Slurm's per-task variables do not name the step's GPUs reliably (on 26.05 a task
-# may open GPU 2 while its SLURM_STEP_GPUS says 1), so lama refuses rather than guess.
-refused "GRES: --gpus-per-task with --lama-gpus" "(--gpus-per-task)" \
+# may open GPU 2 while its SLURM_STEP_GPUS says 1), so lama refuses rather than guess. Which rule
+# refuses depends on the release (22.05 exports no --gpus-per-task marker, and no GPU variables
+# at all with --gpu-bind=none); each says why and that lama cannot choose.
+refused "GRES: --gpus-per-task with --lama-gpus" "so lama cannot choose among them" \
   -N1 -n2 --gpus-per-task=1 --lama-gpus=1
-refused "GRES: --gpus-per-task --gpu-bind=none with --lama-gpus" "(--gpus-per-task)" \
+refused "GRES: --gpus-per-task --gpu-bind=none with --lama-gpus" "so lama cannot choose among them" \
   -N1 -n2 --gpus-per-task=1 --gpu-bind=none --lama-gpus=1
 refused "GRES: --gpu-bind=single:1 with --lama-gpus" "Slurm binds GPUs task by task" \
   -N1 -n2 --gres=gpu:2 --gpu-bind=single:1 --lama-gpus=1

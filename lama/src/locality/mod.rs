@@ -454,7 +454,7 @@ pub fn allowed_gpus(
         });
         if let Some(how) = gpu.filter(|h| !h.is_empty() && *h != "none") {
             return Err(LocalityError::Allowed(format!(
-                "Slurm binds GPUs task by task in this step (gpu:{how}, from --gpus-per-task or --gpu-bind), so lama cannot choose among the step's GPUs; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N) without --gpu-bind, or leave GPUs to Slurm (no --lama-gpus)"
+                "Slurm binds GPUs task by task in this step (gpu:{how}, from --gpus-per-task or --gpu-bind), so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N) without --gpu-bind, or leave GPUs to Slurm (no --lama-gpus)"
             )));
         }
     }
@@ -505,7 +505,7 @@ pub fn allowed_gpus(
         let given = get("SLURM_GPUS_ON_NODE").and_then(|v| v.trim().parse::<u32>().ok());
         if let Some(n) = given.filter(|&n| n > 0) {
             return Err(LocalityError::Allowed(format!(
-                "Slurm gave the step {n} GPU(s) on this node but did not say which (no CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK, as with --gpu-bind=none); drop --gpu-bind=none or the GPU request to lama"
+                "Slurm gave the step {n} GPU(s) on this node but did not say which (no CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK, as with --gpu-bind=none on Slurm 22.05), so lama cannot choose among them; drop --gpu-bind=none, or leave GPUs to Slurm (no --lama-gpus)"
             )));
         }
     }
