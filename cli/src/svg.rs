@@ -162,17 +162,20 @@ fn label_width(s: &str) -> u32 {
 /// Children in rows (the machine's children wrap at MAX_ROW): each row's children and height,
 /// and the widest row's width.
 fn rows(n: &Node, wrap: bool) -> (Vec<(Vec<&Node>, u32)>, u32) {
-    let mut rows: Vec<(Vec<&Node>, u32, u32)> = vec![(Vec::new(), 0, 0)];
+    let mut rows: Vec<(Vec<&Node>, u32, u32)> = Vec::new();
     for c in &n.children {
         let (w, h) = size(c, false);
-        let last = rows.last_mut().expect("one row");
-        if wrap && !last.0.is_empty() && last.1 + PAD + w > MAX_ROW {
-            rows.push((vec![c], w, h));
-        } else {
-            last.1 += if last.0.is_empty() { w } else { PAD + w };
-            last.2 = last.2.max(h);
-            last.0.push(c);
+        match rows.last_mut() {
+            Some(last) if !(wrap && last.1 + PAD + w > MAX_ROW) => {
+                last.1 += PAD + w;
+                last.2 = last.2.max(h);
+                last.0.push(c);
+            }
+            _ => rows.push((vec![c], w, h)),
         }
+    }
+    if rows.is_empty() {
+        rows.push((Vec::new(), 0, 0));
     }
     let width = rows.iter().map(|r| r.1).max().unwrap_or(0);
     (rows.into_iter().map(|(c, _, h)| (c, h)).collect(), width)
