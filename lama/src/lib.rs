@@ -14,10 +14,12 @@
 //! | [`taskmap`], [`slurm_layout`], [`hostfile`] | task maps, Slurm's layouts and host files |
 //! | [`slurm_options`] | the plugin's options and `plugstack.conf` arguments, merged per step |
 //! | [`slurm_step`] | what the SPANK plugin decides for a step on a node, as pure functions |
+//! | [`cache`] | the node's topology and devices as slurmd saves them for the steps |
 //! | [`idset`] | cpulists and idsets |
 
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod hostfile;
 pub mod idset;
 pub mod level;

@@ -226,8 +226,9 @@ pub struct Settings {
     /// `topology=FILE`: place on this hwloc XML instead of the machine; bindings are then
     /// computed and exported but not applied.
     pub topology: Option<PathBuf>,
-    /// `cache=DIR|none`: where slurmd saves the machine's topology at start-up so that each
-    /// step loads a small XML instead of probing the machine (default `/run/lama`).
+    /// `cache=DIR|none`: where slurmd saves the machine's topology and devices at start-up
+    /// ([`crate::cache`]) so that each step reads them instead of probing the machine with hwloc
+    /// (default `/run/lama`).
     pub cache: Option<PathBuf>,
     /// `weights=FILE`: device weights (`OBJECT ----W---> DEVICE` lines) for NIC and GPU choice.
     pub weights: Option<PathBuf>,

@@ -10,7 +10,6 @@ use std::path::Path;
 use hwlocality::object::types::ObjectType;
 use hwlocality::object::TopologyObject;
 use hwlocality::topology::builder::{BuildFlags, TypeFilter};
-use hwlocality::topology::export::xml::XMLExportFlags;
 use hwlocality::Topology;
 use thiserror::Error;
 
@@ -19,7 +18,9 @@ use crate::level::Level;
 use crate::locality::Locality;
 
 /// A contiguous run of usable PUs, `start..end` in the node's PU order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct Span {
     /// First PU position.
     pub start: u32,
@@ -114,19 +115,13 @@ impl NodeTopology {
 
     /// Loads an hwloc XML file (I/O objects kept, for device locality).
     pub fn from_xml_file(path: &Path) -> Result<NodeTopology, TopologyError> {
-        NodeTopology::load_xml(path, false)
-    }
-
-    /// `whole`: every CPU the file lists, allowed or not, and no I/O objects; otherwise allowed
-    /// CPUs only, with I/O objects.
-    fn load_xml(path: &Path, whole: bool) -> Result<NodeTopology, TopologyError> {
         let name = path.display().to_string();
-        let topo = hwloc(&name, Some(&read_xml(path)?), whole, !whole)?;
-        NodeTopology::convert(&topo, &name, !whole)
+        let topo = hwloc(&name, Some(&read_xml(path)?), false, true)?;
+        NodeTopology::convert(&topo, &name, true)
     }
 
-    /// [`NodeTopology::from_xml_file`] (or [`NodeTopology::from_xml_file_whole`] when `whole`)
-    /// and the file's devices, from one hwloc load.
+    /// [`NodeTopology::from_xml_file`] (with every CPU the file lists, allowed or not, when
+    /// `whole`) and the file's devices, from one hwloc load.
     pub fn from_xml_file_with_devices(
         path: &Path,
         whole: bool,
@@ -174,29 +169,6 @@ impl NodeTopology {
         let topo = hwloc("this machine", None, true, false)?;
         let node = NodeTopology::convert(&topo, "this machine", false)?;
         Ok((node, allowed_cpus(&topo)))
-    }
-
-    /// Writes this machine's whole topology (disallowed CPUs and I/O devices included) as hwloc
-    /// XML, through a temporary file renamed into place so readers never see half a file.
-    pub fn export_machine_xml(path: &Path) -> Result<(), TopologyError> {
-        let err = |reason: String| TopologyError::Load {
-            source_name: path.display().to_string(),
-            reason,
-        };
-        let topo = hwloc("this machine", None, true, true)?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        topo.export_xml_file(Some(&tmp), XMLExportFlags::empty())
-            .map_err(|e| err(format!("cannot write {}: {e}", tmp.display())))?;
-        std::fs::rename(&tmp, path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            err(format!("cannot rename {} into place: {e}", tmp.display()))
-        })
-    }
-
-    /// Loads an hwloc XML file with every CPU it lists, allowed or not, skipping I/O objects (the
-    /// fast path for a machine exported by [`NodeTopology::export_machine_xml`]).
-    pub fn from_xml_file_whole(path: &Path) -> Result<NodeTopology, TopologyError> {
-        NodeTopology::load_xml(path, true)
     }
 
     /// Converts a loaded hwloc topology, keeping only PUs that are both present and allowed.

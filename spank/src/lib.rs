@@ -12,6 +12,7 @@
 use std::error::Error;
 use std::fmt;
 
+use lama::cache;
 use lama::idset::format_list;
 use lama::locality::{Locality, Weights};
 use lama::openmp::plan_threads;
@@ -280,12 +281,12 @@ impl Devices {
 impl Lama {
     fn cache_file(&self, host: &str) -> Option<std::path::PathBuf> {
         let dir = self.settings.cache.as_ref()?;
-        Some(dir.join(format!("topology-{host}.xml")))
+        Some(dir.join(format!("topology-{host}.json")))
     }
 
     /// The node's topology, the CPUs this slurmstepd may use and, when `devices`, the node's
-    /// devices, from one hwloc load: `topology=FILE`, else slurmd's cached XML of the whole machine
-    /// (fast), else a probe of the machine.
+    /// devices: `topology=FILE`, else slurmd's cache of the whole machine (no hwloc at all), else
+    /// a probe of the machine.
     fn node(
         &self,
         host: &str,
@@ -303,13 +304,12 @@ impl Lama {
             return Ok((t, all, loc));
         }
         if let Some(file) = self.cache_file(host).filter(|f| f.is_file()) {
-            let cached = if devices {
-                NodeTopology::from_xml_file_with_devices(&file, true).map(|(t, l)| (t, Some(l)))
-            } else {
-                NodeTopology::from_xml_file_whole(&file).map(|t| (t, None))
-            };
-            if let Ok((t, loc)) = cached {
-                return Ok((t, affinity::allowed()?, loc));
+            match cache::read(&file) {
+                Ok((t, loc)) => return Ok((t, affinity::allowed()?, devices.then_some(loc))),
+                Err(e) => spank_log(
+                    LogLevel::Error,
+                    &format!("lama: {e}; probing the machine instead"),
+                ),
             }
         }
         if devices {
@@ -330,9 +330,12 @@ impl Lama {
             Some(dir) => std::fs::create_dir_all(dir).map_err(|e| e.to_string()),
             None => Ok(()),
         };
-        if let Err(e) =
-            made.and_then(|_| NodeTopology::export_machine_xml(&file).map_err(|e| e.to_string()))
-        {
+        let saved = made.and_then(|_| {
+            let (t, _, loc) =
+                NodeTopology::this_machine_with_devices(true).map_err(|e| e.to_string())?;
+            cache::write(&file, &t, &loc).map_err(|e| e.to_string())
+        });
+        if let Err(e) = saved {
             spank_log(
                 LogLevel::Error,
                 &format!(

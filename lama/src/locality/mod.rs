@@ -26,7 +26,7 @@ pub use weights::Weights;
 pub const HOP: u64 = 10;
 
 /// A CPU-side object of the node.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Place {
     /// Index of the parent place; `None` for the machine.
     pub parent: Option<usize>,
@@ -39,7 +39,7 @@ pub struct Place {
 }
 
 /// A NUMA node: its OS index and CPUs.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Numa {
     /// OS index (the row of the latency matrix is found by position, not by this).
     pub os_index: u32,
@@ -48,7 +48,7 @@ pub struct Numa {
 }
 
 /// What a device is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Kind {
     /// Network interface or OpenFabrics (InfiniBand, RoCE, Omni-Path) device.
     Nic,
@@ -57,7 +57,7 @@ pub enum Kind {
 }
 
 /// Who made an accelerator: decides which runtime variable names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Vendor {
     /// `CUDA_VISIBLE_DEVICES`.
     Nvidia,
@@ -70,7 +70,7 @@ pub enum Vendor {
 }
 
 /// One device: a PCI function (or an OS device without one), with every name hwloc gives it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Device {
     /// The name shown and exported in `LAMA_NICS` / `LAMA_GPUS`: `mlx5_0`, `eth0`, `cuda1`, `ve3`.
     pub name: String,
@@ -174,6 +174,16 @@ impl Locality {
             depth,
             place_numa,
         }
+    }
+
+    /// The NUMA nodes, in hwloc's logical order.
+    pub fn numa(&self) -> &[Numa] {
+        &self.numa
+    }
+
+    /// The NUMA latency matrix, one row per NUMA node, when hwloc has one.
+    pub fn latency(&self) -> Option<&[Vec<u64>]> {
+        self.latency.as_deref()
     }
 
     /// The node's devices, in discovery order (PCI order within each locality).

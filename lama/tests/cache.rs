@@ -1,0 +1,110 @@
+//! The node cache slurmd writes and steps read: what hwloc loaded comes back unchanged, and a
+//! damaged file is an error (the plugin then probes the machine), never a panic.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+use lama::cache::{read, write, CacheError};
+use lama::NodeTopology;
+use proptest::prelude::*;
+
+fn xml(name: &str) -> PathBuf {
+    PathBuf::from(format!(
+        "{}/../tests/topologies/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lama-cache-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+#[test]
+fn machines_with_devices_come_back_unchanged() {
+    for name in [
+        "192em64t-12gr2n8c2t.xml",
+        "32em64t-2n8c2t-pci-normalio.xml",
+        "power8gpudistances.xml",
+        "nvidiaDGX2.xml",
+    ] {
+        let (node, loc) = NodeTopology::from_xml_file_with_devices(&xml(name), true).expect("xml");
+        let dir = scratch(&name.replace('.', "-"));
+        let file = dir.join("topology-n1.json");
+        write(&file, &node, &loc).expect("write");
+        let (node2, loc2) = read(&file).expect("read");
+        assert_eq!(node2, node, "{name}: topology");
+        assert_eq!(loc2, loc, "{name}: devices");
+        let mode = std::fs::metadata(&file).expect("meta").permissions().mode();
+        assert_eq!(
+            mode & 0o777,
+            0o644,
+            "{name}: readable by every step, written by root only"
+        );
+        let left: Vec<_> = std::fs::read_dir(&dir).expect("dir").collect();
+        assert_eq!(left.len(), 1, "no temporary file left behind");
+        // Written again over itself (slurmd restarting), still whole.
+        write(&file, &node, &loc).expect("rewrite");
+        assert_eq!(read(&file).expect("read").0, node);
+    }
+}
+
+#[test]
+fn damaged_caches_are_errors() {
+    let (node, loc) =
+        NodeTopology::from_xml_file_with_devices(&xml("32em64t-2n8c2t-pci-normalio.xml"), true)
+            .expect("xml");
+    let dir = scratch("damaged");
+    let good = dir.join("good.json");
+    write(&good, &node, &loc).expect("write");
+    let text = std::fs::read_to_string(&good).expect("text");
+    let cases = [
+        ("truncated", text[..text.len() / 2].to_string()),
+        ("not JSON", "<topology/>".to_string()),
+        (
+            "another format",
+            text.replacen("\"lama_node_cache\":1", "\"lama_node_cache\":2", 1),
+        ),
+        (
+            "a huge CPU number",
+            text.replacen("\"pus\":[0,", "\"pus\":[4000000000,", 1),
+        ),
+        (
+            "a CPU twice",
+            text.replacen("\"pus\":[0,", "\"pus\":[0,0,", 1),
+        ),
+        (
+            "a device off the tree",
+            text.replacen("\"place\":", "\"place\":99999,\"x\":", 1),
+        ),
+        (
+            "no levels",
+            text.replacen("\"levels\":[", "\"levels\":[[],", 1),
+        ),
+    ];
+    for (what, body) in cases {
+        assert_ne!(body, text, "{what}: the damage was not applied");
+        let f = dir.join(format!("{}.json", what.replace(' ', "-")));
+        std::fs::write(&f, body).expect("write");
+        match read(&f) {
+            Err(CacheError::Invalid { reason, .. }) => assert!(!reason.is_empty()),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        read(&dir.join("missing.json")),
+        Err(CacheError::Io { .. })
+    ));
+}
+
+proptest! {
+    /// Any bytes at all: an answer, never a panic.
+    #[test]
+    fn reading_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let dir = scratch("fuzz");
+        let f = dir.join("t.json");
+        std::fs::write(&f, &bytes).expect("write");
+        let _ = read(&f);
+    }
+}
