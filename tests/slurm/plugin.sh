@@ -68,6 +68,8 @@ taskmap_case() {
 
 
 echo "# plugin on this machine's real cores"
+touch "$work/before"
+sleep 1
 cluster
 whole_job "block, csbnh 1c" "-N3 -n$((3 * $(nproc))) -m block --lama-map=csbnh --lama-bind=1c" \
   "--nodes 3 --map csbnh --bind 1c --np $((3 * $(nproc)))"
@@ -75,6 +77,19 @@ whole_job "cyclic, ncsbh 1c" "-N3 -n$((3 * $(nproc))) -m cyclic --lama-map=ncsbh
   "--nodes 3 --map ncsbh --bind 1c --np $((3 * $(nproc)))"
 whole_job "cyclic, map-by node, bind-to socket" "-N3 -n3 -c$(nproc) -m cyclic --lama-map-by=node --lama-bind-to=socket" \
   "--nodes 3 --map-by node --bind-to socket --np 3"
+
+# slurmd's topology cache: written at start; a damaged one is reported in slurmd's log and the
+# step probes the machine, with the same bindings.
+if [ /run/lama/topology-n1.json -nt "$work/before" ] && grep -q '"lama_node_cache":1' /run/lama/topology-n1.json; then
+  ok "slurmd wrote its topology cache at start (/run/lama/topology-n1.json)"
+else not_ok "no topology cache from slurmd" "$(ls -la /run/lama 2>&1)"; fi
+printf '{"lama_node_cache":1,"pus":[' > /run/lama/topology-n1.json
+whole_job "damaged cache on n1: block, csbnh 1c" "-N3 -n$((3 * $(nproc))) -m block --lama-map=csbnh --lama-bind=1c" \
+  "--nodes 3 --map csbnh --bind 1c --np $((3 * $(nproc)))"
+if grep -q 'topology cache /run/lama/topology-n1.json is not usable' "$LAMA_SANDBOX/log/slurmd-n1.log"; then
+  ok "the damaged cache is reported in slurmd's log"
+else not_ok "damaged cache not reported" "$(tail -n 5 "$LAMA_SANDBOX/log/slurmd-n1.log")"; fi
+cluster
 
 hosts=$work/hosts
 printf 'n2\nn1\nn1\nn3\nn2\n' > "$hosts"
