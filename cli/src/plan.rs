@@ -308,6 +308,9 @@ fn rank_devices(
     Ok(out)
 }
 
+/// Most nodes one plan may have (Slurm's own clusters stop far below).
+const MAX_NODES: usize = 1 << 20;
+
 /// Node models and, per node of the job, which model it uses.
 ///
 /// One topology without `--nodes` stands for every host of `hosts` when they are known.
@@ -320,6 +323,11 @@ fn job_nodes(
     let nodes = a.nodes.or(hosts.map(|h| h.len()));
     let per_node = match (models.len(), nodes) {
         (1, Some(0)) => return Err("--nodes must be at least 1".into()),
+        (_, Some(n)) if n > MAX_NODES => {
+            return Err(format!(
+                "invalid --nodes {n}: at most {MAX_NODES} nodes can be planned"
+            ))
+        }
         (1, Some(n)) => vec![0; n],
         (k, Some(n)) if n != k => {
             return Err(format!("--nodes {n} does not match the {k} topologies given (give one topology for N identical nodes)"))

@@ -863,3 +863,32 @@ fn plan_draws_each_node_shape_as_svg() {
         "rank 1 is on node 1, not drawn"
     );
 }
+
+#[test]
+fn huge_sizes_are_errors_not_aborts() {
+    // Both once aborted with "memory allocation of ... bytes failed".
+    for args in [
+        ["--np", "999999999999", "--nodes", "999999999999"],
+        ["--np", "4294967296", "--nodes", "4294967296"],
+        ["--np", "4", "--nodes", "2000000"],
+    ] {
+        let mut all = vec![
+            "plan",
+            "--synthetic",
+            NODE,
+            "--map",
+            "csbnh",
+            "--format",
+            "json",
+        ];
+        all.extend(args);
+        let o = lama(&all, &[]);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+        assert_eq!(v["error"]["kind"], "invalid-option", "{args:?}");
+        assert!(v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("at most"));
+    }
+}

@@ -69,7 +69,7 @@ impl Input {
                 BIND_TO.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
             ),
             Input::RankBy => format!("one of {}", RANK_BY.join(", ")),
-            Input::Np => "a positive whole number".into(),
+            Input::Np => format!("a whole number from 1 to {MAX_NP}"),
         }
     }
 }
@@ -621,15 +621,24 @@ fn simple_level_token(name: &str) -> Option<&'static str> {
     Some(l.token())
 }
 
+/// Most processes one request may place: far above any job Slurm runs, and low enough that a
+/// plan always fits in memory (about 40 bytes per process).
+pub const MAX_NP: usize = 1 << 24;
+
 fn check_np(np: Option<usize>) -> Result<(), SpecError> {
-    if np == Some(0) {
-        return Err(SpecError::new(
+    match np {
+        Some(0) => Err(SpecError::new(
             Input::Np,
             "0",
             "the number of processes must be at least 1",
-        ));
+        )),
+        Some(n) if n > MAX_NP => Err(SpecError::new(
+            Input::Np,
+            &n.to_string(),
+            format!("at most {MAX_NP} processes can be placed"),
+        )),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// The simple-level options as given.

@@ -201,3 +201,25 @@ fn simple_level() {
         .reason
         .contains("expert map"));
 }
+
+#[test]
+fn process_counts_have_a_limit() {
+    use lama::spec::{Expert, Request, MAX_NP};
+    let e = |np| {
+        Request::expert(
+            &Expert {
+                map: Some("csbnh"),
+                ..Expert::default()
+            },
+            Some(np),
+            false,
+        )
+    };
+    assert!(e(MAX_NP).is_ok());
+    let err = e(MAX_NP + 1).unwrap_err();
+    assert_eq!(err.input.name(), "np");
+    assert_eq!(
+        err.to_string(),
+        format!("invalid --np '{}': at most 16777216 processes can be placed; valid: a whole number from 1 to 16777216", MAX_NP + 1)
+    );
+}
