@@ -18,12 +18,11 @@ die() { echo "package: $*" >&2; exit 1; }
 
 version=$(awk -F'"' '/^\[workspace.package\]/ {w = 1} w && $1 ~ /^version/ {print $2; exit}' Cargo.toml)
 include=${SLURM_INCLUDE_DIR:-/usr/include}
-slurm_number=$(awk '$1 == "#define" && $2 == "SLURM_VERSION_NUMBER" {print $3}' "$include/slurm/slurm_version.h")
-[ -n "$slurm_number" ] || die "no SLURM_VERSION_NUMBER in $include/slurm/slurm_version.h"
-major=$((slurm_number >> 16)) minor=$(((slurm_number >> 8) & 255)) micro=$((slurm_number & 255))
-slurm=$(printf '%d.%02d.%d' $major $minor $micro)
+slurm=$(contrib/slurm-version.sh "$include") || die "cannot tell the Slurm release of $include"
 # Every later release sorts at or above major.(minor+1): the plugin must not be loaded by one.
-next=$(printf '%d.%02d' $major $((minor + 1)))
+minor=${slurm#*.}
+minor=${minor%%.*}
+next=$(printf '%s.%02d' "${slurm%%.*}" $((10#$minor + 1)))
 
 build() {
   contrib/deps.sh

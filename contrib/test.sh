@@ -41,10 +41,7 @@ cargo build --quiet -p lama-cli
 
 # Each release's cluster tests load the plugin built against that release's headers; the
 # plugin of another tested release must be refused.
-version_of() {
-  local v; v=$(awk '$1 == "#define" && $2 == "SLURM_VERSION_NUMBER" {print $3}' "$1/slurm/slurm_version.h")
-  printf '%d.%02d.%d\n' $((v >> 16)) $(((v >> 8) & 255)) $((v & 255))
-}
+version_of() { contrib/slurm-version.sh "$1"; }
 releases=("/usr")
 for p in "${prefixes[@]}"; do releases+=("$p"); done
 for r in "${releases[@]}"; do

@@ -11,8 +11,6 @@ mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# SLURM_VERSION_NUMBER of a header folder, as 0x hex.
-header_version() { awk '$1 == "#define" && $2 == "SLURM_VERSION_NUMBER" {print $3}' "$1/slurm/slurm_version.h"; }
 # The 4-byte little-endian plugin_version symbol of a shared object, as 0x hex.
 plugin_version() {
   local addr bytes
@@ -24,16 +22,15 @@ plugin_version() {
 }
 
 for inc in "$@"; do
-  want=$(header_version "$inc")
-  major=$((want >> 16)) minor=$(((want >> 8) & 255)) micro=$((want & 255))
-  release=$(printf '%d.%02d.%d' "$major" "$minor" "$micro")
+  want=$(contrib/slurm-version.sh "$inc" --hex)
+  release=$(contrib/slurm-version.sh "$inc")
   if ! SLURM_INCLUDE_DIR=$inc cargo build --quiet -p lama-spank 2>"$work/err"; then
     echo "not ok - plugin builds against Slurm $release headers ($inc)"; sed 's/^/#   /' "$work/err"; continue
   fi
   mkdir -p "$out/$release"
   cp target/debug/liblama_spank.so "$out/$release/liblama_spank.so"
   got=$(plugin_version "$out/$release/liblama_spank.so")
-  if [ "$got" = "$(printf '0x%x' "$want")" ]; then
+  if [ "$got" = "$want" ]; then
     echo "ok - plugin builds against Slurm $release headers, plugin_version $got ($inc)"
   else
     echo "not ok - plugin built against Slurm $release headers carries plugin_version ${got:-none}, want $want"

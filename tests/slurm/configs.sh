@@ -27,8 +27,6 @@ fi
 decoded=\$("$lama" taskmap --nodeid="\$SLURM_PROCID" 2>/dev/null || echo none)
 echo "\$SLURM_PROCID \$SLURM_NODEID \$aff \$set \${LAMA_CPUS:-none} \${TASK_MAP:-none} \$said \$decoded \${1:-}"
 EOF
-# A cpulist such as 0-2,5 as 0,1,2,5.
-expand() { awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; for (c = r[1]; c <= r[2]; c++) printf "%s%d", (o++ ? "," : ""), c } print "" }' <<<"$1"; }
 # Whether every CPU of list $1 is in list $2.
 inside() { local a b; a=$(expand "$1" | tr , '\n'); b=$(expand "$2" | tr , '\n'); [ -z "$(comm -23 <(sort <<<"$a") <(sort <<<"$b"))" ]; }
 

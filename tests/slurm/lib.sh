@@ -30,3 +30,5 @@ refused() {
     ok "$name: srun exits $rc, no task ran, message shown"
   else not_ok "$name (rc $rc, wanted a message containing: $expect)" "$out"; fi
 }
+# A cpulist or idset such as 0-2,5 as 0,1,2,5.
+expand() { awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; for (c = r[1]; c <= r[2]; c++) printf "%s%d", (o++ ? "," : ""), c } print "" }' <<<"$1"; }

@@ -56,15 +56,13 @@ ranks_case() {
     [ "$rank" = "$procid" ] || bad+="rank $rank has SLURM_PROCID $procid; "
     [ "$before" = "$after" ] || bad+="rank $rank rebound by MPI_Init: $before -> $after; "
     taskids=$("$lama" taskmap --taskids="$nodeid" "$map" 2>&1)
-    [ "$(expand_ids "$taskids")" = "$members" ] || bad+="rank $rank: node-local members $members, TASK_MAP says $taskids; "
+    [ "$(expand "$taskids")" = "$members" ] || bad+="rank $rank: node-local members $members, TASK_MAP says $taskids; "
     [ "${local#*/}" = "$(tr , '\n' <<<"$members" | wc -l)" ] || bad+="rank $rank: local size $local; "
   done < <(grep '^rank ' <<<"$out")
   if [ -n "$got" ] && [ "$got" = "$want" ] && [ -z "$bad" ]; then
     ok "$lib (srun --mpi=${launch[$lib]}) $name: ranks bound as lama plan says, not rebound by MPI, node-local groups as TASK_MAP$retried"
   else not_ok "$lib $name" "got (rank node cpus):" "$got" "want:" "$want" "$bad" "$out" "$(cat "$work/err")"; fi
 }
-# An idset (0-2,5) as 0,1,2,5.
-expand_ids() { awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; for (c = r[1]; c <= r[2]; c++) printf "%s%d", (o++ ? "," : ""), c } print "" }' <<<"$1"; }
 
 # Hybrid, one rank per node (the map's n first, so the whole-job plan has Slurm's layout): each
 # rank's binding (read by its shell just before exec) is lama plan's; the runtime
@@ -94,7 +92,7 @@ hybrid_case() {
     for place in $(tr -d '{' <<<"$places" | tr '}' ' ' | sed 's/ ,/ /g'); do
       read -r t pl pcpus cpu <<<"$(sed -n "$((i + 1))p" <<<"$seen")"
       [ "${t:-x}" = "$i" ] && [ "${pl:-x}" = "$i" ] || bad+="rank $r thread $i on place ${pl:-none}; "
-      [ "$(expand_ids "${pcpus:-none}")" = "$place" ] || bad+="rank $r place $i is ${pcpus:-none}, lama planned {$place}; "
+      [ "$(expand "${pcpus:-none}")" = "$place" ] || bad+="rank $r place $i is ${pcpus:-none}, lama planned {$place}; "
       [[ ",$place," == *",${cpu:-x},"* ]] || bad+="rank $r thread $i ran on cpu ${cpu:-?} outside its place {$place}; "
       i=$((i + 1))
     done
