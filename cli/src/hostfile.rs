@@ -59,11 +59,13 @@ fn read(path: &PathBuf) -> Result<String, String> {
     if path.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin()
+            .take(lama::limits::MAX_HOSTFILE_BYTES)
             .read_to_string(&mut s)
             .map_err(|e| format!("cannot read the layout from stdin: {e}"))?;
         return Ok(s);
     }
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    lama::limits::read_text(path, lama::limits::MAX_HOSTFILE_BYTES)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
 fn allocation(a: &HostfileArgs) -> Result<Allocation, HostfileError> {

@@ -90,7 +90,7 @@ fn from_slurm(a: &TaskmapArgs) -> Result<TaskMap, String> {
     if a.hostfile.is_some() {
         step.hostfile = a.hostfile.clone();
     }
-    step.taskmap(|p| std::fs::read_to_string(p))
+    step.taskmap(lama::slurm_layout::read_hostfile_text)
         .map_err(|e| e.to_string())
 }
 

@@ -110,11 +110,14 @@ pub fn read(path: &Path) -> Result<(NodeTopology, Locality), CacheError> {
         path: p.clone(),
         reason,
     };
-    let text = std::fs::read(path).map_err(|e| CacheError::Io {
-        path: p.clone(),
-        reason: e.to_string(),
-    })?;
-    let f: File = serde_json::from_slice(&text).map_err(|e| invalid(e.to_string()))?;
+    let text =
+        crate::limits::read_text(path, crate::limits::MAX_CACHE_BYTES).map_err(|reason| {
+            CacheError::Io {
+                path: p.clone(),
+                reason,
+            }
+        })?;
+    let f: File = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
     if f.lama_node_cache != FORMAT {
         return Err(invalid(format!(
             "format {} (this lama reads {FORMAT})",

@@ -9,10 +9,11 @@
 
 use thiserror::Error;
 
+use crate::limits::MAX_NODES;
 use crate::slurm_layout::{expand_counts, expand_hostlist};
 
-/// More tasks than this is a typo, not a job: refused before any memory is spent on it.
-pub const MAX_TASKS: usize = 1 << 24;
+/// Most tasks a host file may list ([`crate::limits::MAX_TASKS`]).
+pub use crate::limits::MAX_TASKS;
 
 /// A host of the allocation and how many tasks it may run without oversubscription.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -197,6 +198,12 @@ impl Allocation {
     /// applies to every host; no counts means one slot per host.
     pub fn from_nodelist(nodelist: &str, slots: Option<&str>) -> Result<Allocation, HostfileError> {
         let names = expand_hostlist(nodelist).map_err(|e| alloc_err(e.to_string()))?;
+        if names.len() > MAX_NODES {
+            return Err(alloc_err(format!(
+                "the node list names {} hosts, more than the {MAX_NODES} lama reads",
+                names.len()
+            )));
+        }
         let counts = match slots {
             None => vec![1; names.len()],
             Some(s) => {
@@ -256,6 +263,11 @@ impl Allocation {
                     .ok_or_else(|| at(format!("'{w}' is not slots=N with N at least 1")))?;
             }
             let names = expand_hostlist(name).map_err(|e| at(e.to_string()))?;
+            if names.len() > MAX_NODES - hosts.len() {
+                return Err(at(format!(
+                    "the allocation names more than {MAX_NODES} hosts, the most lama reads"
+                )));
+            }
             hosts.extend(names.into_iter().map(|name| Host { name, slots }));
         }
         Allocation::new(hosts)
@@ -342,6 +354,11 @@ pub fn parse_layout(text: &str) -> Result<Vec<Entry>, HostfileError> {
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
         if !line.is_empty() {
+            if out.len() >= MAX_TASKS {
+                return Err(HostfileError::TaskCount(format!(
+                    "the layout has more than {MAX_TASKS} entries, the most lama reads"
+                )));
+            }
             out.push(parse_entry(line, format!("line {} '{line}'", i + 1))?);
         }
     }

@@ -2,12 +2,13 @@
 //! (Flux RFC 34, raw, PMI), Slurm step layouts and host files for Slurm's arbitrary distribution.
 //!
 //! Placement is a pure function: [`mapper::plan`] takes node topologies and a [`spec::Request`]
-//! and returns a [`mapper::Plan`]. hwloc is read only in [`topology`]; nothing here binds,
+//! and returns a [`mapper::Plan`]. hwloc is read only in [`hwloc`]; nothing here binds,
 //! logs or touches the environment.
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`topology`], [`level`] | a node as hwloc sees it; the nine LAMA levels |
+//! | [`topology`], [`level`] | a node's hardware as plain data; the nine LAMA levels |
+//! | [`hwloc`] | reading topologies and devices with hwloc (the only module that calls it) |
 //! | [`spec`], [`mapper`] | the user's request; the odometer that places ranks |
 //! | [`openmp`] | OpenMP threads inside a task, places drawn from its binding |
 //! | [`locality`] | NICs and GPUs, their distances, nearest-device choice |
@@ -16,13 +17,16 @@
 //! | [`slurm_step`] | what the SPANK plugin decides for a step on a node, as pure functions |
 //! | [`cache`] | the node's topology and devices as slurmd saves them for the steps |
 //! | [`idset`] | cpulists and idsets |
+//! | [`limits`] | the largest sizes accepted from users, files and Slurm; bounded file reading |
 
 #![warn(missing_docs)]
 
 pub mod cache;
 pub mod hostfile;
+pub mod hwloc;
 pub mod idset;
 pub mod level;
+pub mod limits;
 pub mod locality;
 pub mod topology;
 

@@ -9,6 +9,7 @@
 
 use thiserror::Error;
 
+use crate::limits::{MAX_NODES, MAX_TASKS};
 use crate::taskmap::TaskMap;
 
 /// A Slurm value that cannot be read, or does not fit the step.
@@ -39,53 +40,94 @@ fn split_top(s: &str) -> Vec<&str> {
     out
 }
 
-/// Expands a hostlist expression such as `n[1-3,7]`, `c[001-128]`, `a[1-2]b[3-4],login`.
-pub fn expand_hostlist(expr: &str) -> Result<Vec<String>, LayoutError> {
+fn too_many_hosts(expr: &str) -> LayoutError {
+    bad(format!(
+        "hostlist '{expr}' names more than {MAX_TASKS} hosts, the most lama reads"
+    ))
+}
+
+/// One piece of a hostlist part: literal text, or a bracket's ranges `(first, last, width)`.
+enum Piece<'a> {
+    Text(&'a str),
+    Ranges(Vec<(u64, u64, usize)>),
+}
+
+/// Splits one part (`a[1-2]b[3-4]`) into pieces, and counts the names it expands to.
+fn pieces<'a>(expr: &str, part: &'a str) -> Result<(Vec<Piece<'a>>, usize), LayoutError> {
     let mut out = Vec::new();
+    let mut count: usize = 1;
+    let mut rest = part;
+    while !rest.is_empty() {
+        let Some(open) = rest.find('[') else {
+            out.push(Piece::Text(rest));
+            break;
+        };
+        out.push(Piece::Text(&rest[..open]));
+        let close = rest[open..]
+            .find(']')
+            .map(|c| open + c)
+            .ok_or_else(|| bad(format!("hostlist '{expr}': '[' without ']'")))?;
+        let mut ranges = Vec::new();
+        let mut names: usize = 0;
+        for r in rest[open + 1..close].split(',') {
+            let (a, b) = r.split_once('-').unwrap_or((r, r));
+            let (a, b) = (a.trim(), b.trim());
+            let number = |x: &str| {
+                x.parse::<u64>()
+                    .map_err(|_| bad(format!("hostlist '{expr}': bad range '{r}'")))
+            };
+            let (lo, hi) = (number(a)?, number(b)?);
+            if hi < lo {
+                return Err(bad(format!(
+                    "hostlist '{expr}': bad range '{r}' (the first number must not exceed the second)"
+                )));
+            }
+            names = names.saturating_add(
+                usize::try_from(hi - lo)
+                    .unwrap_or(usize::MAX)
+                    .saturating_add(1),
+            );
+            ranges.push((lo, hi, a.len()));
+        }
+        count = count.saturating_mul(names);
+        out.push(Piece::Ranges(ranges));
+        rest = &rest[close + 1..];
+    }
+    Ok((out, count))
+}
+
+/// Expands a hostlist expression such as `n[1-3,7]`, `c[001-128]`, `a[1-2]b[3-4],login`.
+///
+/// The names are counted before any is made: more than [`MAX_TASKS`] in all is refused.
+pub fn expand_hostlist(expr: &str) -> Result<Vec<String>, LayoutError> {
+    let mut parts = Vec::new();
+    let mut total: usize = 0;
     for part in split_top(expr.trim()) {
         let part = part.trim();
         if part.is_empty() {
             continue;
         }
+        let (p, count) = pieces(expr, part)?;
+        total = total.saturating_add(count);
+        if total > MAX_TASKS {
+            return Err(too_many_hosts(expr));
+        }
+        parts.push(p);
+    }
+    let mut out = Vec::with_capacity(total);
+    for p in parts {
         let mut hosts = vec![String::new()];
-        let mut rest = part;
-        while !rest.is_empty() {
-            match rest.find('[') {
-                None => {
-                    hosts.iter_mut().for_each(|h| h.push_str(rest));
-                    rest = "";
-                }
-                Some(open) => {
-                    let prefix = &rest[..open];
-                    let close = rest[open..]
-                        .find(']')
-                        .map(|c| open + c)
-                        .ok_or_else(|| bad(format!("hostlist '{expr}': '[' without ']'")))?;
-                    let inner = &rest[open + 1..close];
-                    let mut suffixes = Vec::new();
-                    for r in inner.split(',') {
-                        let (a, b) = r.split_once('-').unwrap_or((r, r));
-                        let (a, b) = (a.trim(), b.trim());
-                        let width = a.len();
-                        let lo: u64 = a
-                            .parse()
-                            .map_err(|_| bad(format!("hostlist '{expr}': bad range '{r}'")))?;
-                        let hi: u64 = b
-                            .parse()
-                            .map_err(|_| bad(format!("hostlist '{expr}': bad range '{r}'")))?;
-                        if hi < lo || hi - lo > 1_000_000 {
-                            return Err(bad(format!("hostlist '{expr}': bad range '{r}'")));
+        for piece in p {
+            match piece {
+                Piece::Text(t) => hosts.iter_mut().for_each(|h| h.push_str(t)),
+                Piece::Ranges(ranges) => {
+                    let mut next = Vec::new();
+                    for h in &hosts {
+                        for &(lo, hi, width) in &ranges {
+                            next.extend((lo..=hi).map(|v| format!("{h}{v:0width$}")));
                         }
-                        suffixes.extend((lo..=hi).map(|v| format!("{prefix}{v:0width$}")));
                     }
-                    if hosts.len().saturating_mul(suffixes.len()) > 1 << 24 {
-                        return Err(bad(format!("hostlist '{expr}' names too many hosts")));
-                    }
-                    hosts = hosts
-                        .iter()
-                        .flat_map(|h| suffixes.iter().map(move |s| format!("{h}{s}")))
-                        .collect();
-                    rest = &rest[close + 1..];
+                    hosts = next;
                 }
             }
         }
@@ -116,8 +158,18 @@ pub fn expand_counts(s: &str) -> Result<Vec<u32>, LayoutError> {
             .trim()
             .parse()
             .map_err(|_| bad(format!("counts '{s}': '{part}' has a bad repeat")))?;
-        if rep == 0 || rep > 1 << 24 {
+        if rep == 0 {
             return Err(bad(format!("counts '{s}': '{part}' has a bad repeat")));
+        }
+        if n as usize > MAX_TASKS {
+            return Err(bad(format!(
+                "counts '{s}': {n} is more than {MAX_TASKS} tasks, the most lama places"
+            )));
+        }
+        if rep > MAX_NODES - out.len() {
+            return Err(bad(format!(
+                "counts '{s}' covers more than {MAX_NODES} nodes, the most lama places"
+            )));
         }
         out.extend(std::iter::repeat_n(n, rep));
     }
@@ -197,9 +249,21 @@ pub fn read_hostfile(text: &str) -> Result<Vec<String>, LayoutError> {
                 ),
                 None => (entry, 1),
             };
+            if times > MAX_TASKS - out.len() {
+                return Err(bad(format!(
+                    "host file line {}: '{entry}' brings the file past {MAX_TASKS} tasks, the most lama reads",
+                    i + 1
+                )));
+            }
             for h in
                 expand_hostlist(expr).map_err(|e| bad(format!("host file line {}: {e}", i + 1)))?
             {
+                if times > MAX_TASKS - out.len() {
+                    return Err(bad(format!(
+                        "host file line {}: '{entry}' brings the file past {MAX_TASKS} tasks, the most lama reads",
+                        i + 1
+                    )));
+                }
                 out.extend(std::iter::repeat_n(h, times));
             }
         }
@@ -217,8 +281,10 @@ pub fn layout(
     hosts: &[String],
 ) -> Result<Vec<u32>, LayoutError> {
     let total: u64 = counts.iter().map(|&c| c as u64).sum();
-    if total > 1 << 32 {
-        return Err(bad("too many tasks"));
+    if total > MAX_TASKS as u64 {
+        return Err(bad(format!(
+            "the step has {total} tasks, more than the {MAX_TASKS} lama places"
+        )));
     }
     let total = total as usize;
     let mut out = Vec::with_capacity(total);
@@ -280,6 +346,15 @@ pub fn layout(
     Ok(out)
 }
 
+/// Reads a host file as the plugin and the CLI do: a regular file of at most
+/// [`crate::limits::MAX_HOSTFILE_BYTES`] bytes, opened without blocking.
+pub fn read_hostfile_text(path: &str) -> Result<String, String> {
+    crate::limits::read_text(
+        std::path::Path::new(path),
+        crate::limits::MAX_HOSTFILE_BYTES,
+    )
+}
+
 /// The RFC 34 task map of a step.
 pub fn step_taskmap(
     counts: &[u32],
@@ -319,10 +394,11 @@ impl StepEnv {
         }
     }
 
-    /// The step's task map; `read` returns a file's contents (the host file of `arbitrary`).
+    /// The step's task map; `read` returns a file's contents (the host file of `arbitrary`), or
+    /// why it cannot, for example [`read_hostfile_text`].
     pub fn taskmap(
         &self,
-        read: impl Fn(&str) -> std::io::Result<String>,
+        read: impl Fn(&str) -> Result<String, String>,
     ) -> Result<TaskMap, LayoutError> {
         let tpn = self.tasks_per_node.as_deref().ok_or_else(|| {
             bad("no tasks per node (SLURM_STEP_TASKS_PER_NODE is not set: run inside a job step)")

@@ -156,7 +156,7 @@ impl Lama {
         if st.manage_taskmap {
             let env = StepEnv::from_lookup(|n| spank.getenv(n).ok().flatten());
             let map = env
-                .taskmap(|p| std::fs::read_to_string(p))
+                .taskmap(lama::slurm_layout::read_hostfile_text)
                 .map_err(|e| e.to_string())
                 .and_then(|m| {
                     let total = spank.job_total_task_count().map_err(|e| {
@@ -235,7 +235,7 @@ impl Lama {
         if let Some(loc) = loc {
             let weights = match &self.settings.weights {
                 Some(path) => {
-                    let text = std::fs::read_to_string(path)
+                    let text = lama::limits::read_text(path, lama::limits::MAX_WEIGHTS_BYTES)
                         .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
                     let w = Weights::parse(&text, &loc)
                         .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -304,8 +304,14 @@ impl Lama {
             return Ok((t, all, loc));
         }
         if let Some(file) = self.cache_file(host).filter(|f| f.is_file()) {
-            match cache::read(&file) {
-                Ok((t, loc)) => return Ok((t, affinity::allowed()?, devices.then_some(loc))),
+            let read = cache::read(&file)
+                .map_err(|e| e.to_string())
+                .and_then(|(t, loc)| {
+                    let allowed = affinity::allowed()?;
+                    fresh(&t, host, &allowed).map(|_| (t, allowed, devices.then_some(loc)))
+                });
+            match read {
+                Ok(found) => return Ok(found),
                 Err(e) => spank_log(
                     LogLevel::Error,
                     &format!("lama: {e}; probing the machine instead"),
@@ -333,7 +339,8 @@ impl Lama {
         let saved = made.and_then(|_| {
             let (t, _, loc) =
                 NodeTopology::this_machine_with_devices(true).map_err(|e| e.to_string())?;
-            cache::write(&file, &t, &loc).map_err(|e| e.to_string())
+            cache::write(&file, &t.with_name(&affinity::hostname()), &loc)
+                .map_err(|e| e.to_string())
         });
         if let Err(e) = saved {
             spank_log(
@@ -586,4 +593,23 @@ unsafe impl Plugin for Lama {
         }
         Ok(())
     }
+}
+
+/// Whether a cache read from disk describes this node: written by this host (a copied file is
+/// another machine's), and naming every CPU the step may use (a CPU brought online since slurmd
+/// started is not in it).
+fn fresh(t: &NodeTopology, host: &str, allowed: &[u32]) -> std::result::Result<(), String> {
+    if t.name() != host {
+        return Err(format!(
+            "the topology cache was written by host '{}', not by {host}",
+            t.name()
+        ));
+    }
+    let cpus = t.cpus();
+    if let Some(c) = allowed.iter().find(|c| cpus.binary_search(c).is_err()) {
+        return Err(format!(
+            "the topology cache does not know CPU {c}, which this step may use (CPUs changed since slurmd started)"
+        ));
+    }
+    Ok(())
 }

@@ -13,12 +13,9 @@
 //! least loaded wins (so tasks go round-robin over them), and a final pass moves a task off a
 //! shared device onto an idle one that is as near for it.
 
-mod hwloc;
 pub mod weights;
 
 use thiserror::Error;
-
-use crate::topology::TopologyError;
 
 pub use weights::Weights;
 
@@ -582,22 +579,4 @@ pub fn task_env(
         }
     }
     env
-}
-
-impl From<TopologyError> for LocalityError {
-    fn from(e: TopologyError) -> LocalityError {
-        match e {
-            TopologyError::Load {
-                source_name,
-                reason,
-            } => LocalityError::Load {
-                source_name,
-                reason,
-            },
-            other => LocalityError::Load {
-                source_name: "the topology".into(),
-                reason: other.to_string(),
-            },
-        }
-    }
 }

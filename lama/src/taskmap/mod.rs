@@ -14,6 +14,7 @@ use thiserror::Error;
 
 pub use crate::idset::format_ranges;
 use crate::idset::push_range;
+use crate::limits::{MAX_NODES, MAX_TASKS};
 
 /// A task map that cannot be read or does not fit.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -51,8 +52,8 @@ pub struct TaskMap {
 }
 
 impl TaskMap {
-    /// A map from blocks as given (no recompression). Every field except `nodeid` must be at least 1
-    /// and the total must fit in 64 bits.
+    /// A map from blocks as given (no recompression). Every field except `nodeid` must be at least
+    /// 1, the tasks must not exceed [`MAX_TASKS`] and the nodes [`MAX_NODES`].
     pub fn from_blocks(blocks: Vec<Block>) -> Result<TaskMap, TaskMapError> {
         let mut total: u64 = 0;
         for (i, b) in blocks.iter().enumerate() {
@@ -66,13 +67,25 @@ impl TaskMap {
                     b.repeat
                 )));
             }
-            let t = b
+            let shown = format!("[{},{},{},{}]", b.nodeid, b.nnodes, b.ppn, b.repeat);
+            if b.nodeid.saturating_add(b.nnodes) > MAX_NODES as u64 {
+                return Err(bad(format!(
+                    "block {} {shown} reaches beyond node {}: lama reads maps of at most {MAX_NODES} nodes",
+                    i + 1,
+                    MAX_NODES - 1
+                )));
+            }
+            total = b
                 .nnodes
-                .checked_mul(b.ppn)
-                .and_then(|x| x.checked_mul(b.repeat))
-                .and_then(|x| x.checked_add(total))
-                .filter(|_| b.nodeid.checked_add(b.nnodes).is_some());
-            total = t.ok_or_else(|| bad(format!("block {} is too large", i + 1)))?;
+                .saturating_mul(b.ppn)
+                .saturating_mul(b.repeat)
+                .saturating_add(total);
+            if total > MAX_TASKS as u64 {
+                return Err(bad(format!(
+                    "block {} {shown} brings the map past {MAX_TASKS} tasks, the most lama reads",
+                    i + 1
+                )));
+            }
         }
         Ok(TaskMap { blocks })
     }

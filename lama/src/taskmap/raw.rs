@@ -2,6 +2,7 @@
 
 use super::{bad, format_ranges, TaskMap, TaskMapError};
 use crate::idset;
+use crate::limits::{MAX_NODES, MAX_TASKS};
 
 /// Reads `0-1,8-9;2-3,10-11`. Every task id from 0 to the highest must appear exactly once, and
 /// each node's ranges must ascend. The empty string is the unknown mapping.
@@ -13,6 +14,11 @@ pub fn decode(text: &str) -> Result<TaskMap, TaskMapError> {
     let mut owner: Vec<u32> = Vec::new();
     const NONE: u32 = u32::MAX;
     for (node, part) in t.split(';').enumerate() {
+        if node >= MAX_NODES {
+            return Err(bad(format!(
+                "more than {MAX_NODES} nodes (lama reads maps of at most {MAX_NODES} nodes)"
+            )));
+        }
         let ranges =
             idset::parse_ranges(part).map_err(|e| bad(format!("node {node}: {}", e.reason)))?;
         let mut prev: Option<u32> = None;
@@ -31,8 +37,10 @@ pub fn decode(text: &str) -> Result<TaskMap, TaskMapError> {
             }
             prev = Some(b);
             if b as usize >= owner.len() {
-                if b >= 1 << 28 {
-                    return Err(bad(format!("node {node}: task id {b} is too large")));
+                if b as usize >= MAX_TASKS {
+                    return Err(bad(format!(
+                        "node {node}: task id {b} is too large (lama reads maps of at most {MAX_TASKS} tasks)"
+                    )));
                 }
                 owner.resize(b as usize + 1, NONE);
             }

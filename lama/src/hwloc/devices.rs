@@ -8,8 +8,9 @@ use hwlocality::object::types::{OSDeviceType, ObjectType};
 use hwlocality::object::TopologyObject;
 use hwlocality::Topology;
 
-use super::{Device, Kind, Locality, LocalityError, Numa, Place, Vendor};
-use crate::topology::{hwloc, read_xml};
+use super::{hwloc, read_xml};
+use crate::locality::{Device, Kind, Locality, LocalityError, Numa, Place, Vendor};
+use crate::topology::TopologyError;
 
 fn cpus_of(obj: &TopologyObject) -> Vec<u32> {
     obj.cpuset()
@@ -285,5 +286,23 @@ impl Locality {
             }
         }
         Locality::new(places, numa, latency, devices)
+    }
+}
+
+impl From<TopologyError> for LocalityError {
+    fn from(e: TopologyError) -> LocalityError {
+        match e {
+            TopologyError::Load {
+                source_name,
+                reason,
+            } => LocalityError::Load {
+                source_name,
+                reason,
+            },
+            other => LocalityError::Load {
+                source_name: "the topology".into(),
+                reason: other.to_string(),
+            },
+        }
     }
 }

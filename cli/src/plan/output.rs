@@ -1,0 +1,176 @@
+//! How a plan is shown: text with per-rank pictures, JSON, and the drawings for SVG.
+
+use lama::openmp::ThreadPlan;
+use lama::spec::Request;
+use lama::taskmap::{rfc34, TaskMap};
+use lama::{idset, NodeTopology, Plan};
+use serde_json::{json, Value};
+
+use super::{ranks_by_node, Model, RankDevices};
+use crate::svg;
+
+/// What ranks get besides CPUs, when asked for.
+pub(super) struct Extra<'a> {
+    pub(super) devices: Option<&'a [RankDevices]>,
+    pub(super) places: Option<&'a [ThreadPlan]>,
+}
+
+/// One drawing per node shape (nodes described alike: the same XML file, synthetic description
+/// or this machine): the first node of that shape, its ranks and the devices they use.
+pub(super) fn drawings<'a>(
+    p: &Plan,
+    nodes: &[&'a NodeTopology],
+    models: &[Model],
+    per_node: &[usize],
+    devices: Option<&[RankDevices]>,
+) -> Vec<svg::Drawing<'a>> {
+    let by_node = ranks_by_node(p, nodes.len());
+    let mut out = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for n in 0..nodes.len() {
+        let shape = nodes[n].name();
+        if seen.contains(&shape) {
+            continue;
+        }
+        seen.push(shape);
+        let same: Vec<usize> = (0..nodes.len())
+            .filter(|&m| nodes[m].name() == shape)
+            .collect();
+        let loc = &models[per_node[n]].1;
+        let ranks: Vec<(usize, Vec<u32>)> =
+            by_node[n].iter().map(|&r| (r, p.cpus(r, nodes))).collect();
+        let mut used: Vec<(String, Vec<u32>, Vec<usize>)> = Vec::new();
+        if let (Some(devs), Some(loc)) = (devices, loc) {
+            for &r in &by_node[n] {
+                let (nics, gpus) = &devs[r];
+                for name in nics.iter().chain(gpus) {
+                    match used.iter_mut().find(|u| &u.0 == name) {
+                        Some(u) => u.2.push(r),
+                        None => {
+                            let cpus = loc
+                                .devices()
+                                .iter()
+                                .find(|d| &d.name == name)
+                                .map(|d| loc.places()[d.place].cpus.clone())
+                                .unwrap_or_default();
+                            used.push((name.clone(), cpus, vec![r]));
+                        }
+                    }
+                }
+            }
+        }
+        let more = match same.len() {
+            1 => String::new(),
+            k => format!("; {} more node(s) of this shape", k - 1),
+        };
+        out.push(svg::Drawing {
+            node: nodes[n],
+            title: format!(
+                "node {n} ({}): {} rank(s){more}",
+                nodes[n].name(),
+                ranks.len()
+            ),
+            ranks,
+            devices: used,
+        });
+    }
+    out
+}
+
+pub(super) fn to_json(p: &Plan, nodes: &[&NodeTopology], req: &Request, extra: &Extra) -> Value {
+    let ranks: Vec<Value> = (0..p.len())
+        .map(|r| {
+            let coord: serde_json::Map<String, Value> = p
+                .coord_by_map(r)
+                .into_iter()
+                .map(|(l, v)| (l.token().to_string(), json!(v)))
+                .collect();
+            let mut v = json!({"rank": r, "node": p.placements()[r].node, "cpus": p.cpus(r, nodes), "coord": coord});
+            if let Some((nics, gpus)) = extra.devices.map(|d| &d[r]) {
+                v["nics"] = json!(nics);
+                v["gpus"] = json!(gpus);
+            }
+            if let Some(t) = extra.places.map(|t| &t[r]) {
+                v["threads"] = json!(t.threads());
+                v["places"] = json!(t.places);
+                v["omp_proc_bind"] = json!(t.bind.name());
+            }
+            v
+        })
+        .collect();
+    let tm = TaskMap::encode(&p.node_of_ranks());
+    json!({
+        "request": {
+            "map": req.map_string(),
+            "bind": req.bind.to_string(),
+            "mppr": req.mppr_string(),
+            "order": req.order.token(),
+            "np": p.len(),
+            "oversubscribe": req.oversubscribe,
+        },
+        "nesting": p.nesting.iter().map(|l| l.token()).collect::<String>(),
+        "nodes": nodes.iter().map(|n| n.name()).collect::<Vec<_>>(),
+        "ranks": ranks,
+        "taskmap": rfc34::to_value(&tm),
+    })
+}
+
+pub(super) fn to_text(p: &Plan, nodes: &[&NodeTopology], req: &Request, extra: &Extra) -> String {
+    let mut s = format!(
+        "map {}  bind {}  mppr {}  order {}  ->  {} ranks on {} node(s); nesting {}\n",
+        req.map_string(),
+        req.bind,
+        if req.mppr.is_empty() {
+            "-".to_string()
+        } else {
+            req.mppr_string()
+        },
+        req.order.token(),
+        p.len(),
+        nodes.len(),
+        p.nesting.iter().map(|l| l.token()).collect::<String>(),
+    );
+    let by_node = ranks_by_node(p, nodes.len());
+    let width = p.len().saturating_sub(1).to_string().len();
+    for (n, ranks) in by_node.iter().enumerate() {
+        s.push_str(&format!(
+            "node {n} ({}): {} rank(s)\n",
+            nodes[n].name(),
+            ranks.len()
+        ));
+        for &r in ranks {
+            let cpus = idset::format_list(&p.cpus(r, nodes));
+            let dev = match extra.devices.map(|d| &d[r]) {
+                Some((nics, gpus)) => {
+                    let list = |v: &[String]| {
+                        if v.is_empty() {
+                            "-".to_string()
+                        } else {
+                            v.join(",")
+                        }
+                    };
+                    format!("  nics {}  gpus {}", list(nics), list(gpus))
+                }
+                None => String::new(),
+            };
+            let omp = match extra.places.map(|t| &t[r]) {
+                Some(t) => format!(
+                    "  threads {} {} places {}",
+                    t.threads(),
+                    t.bind.name(),
+                    t.omp_places()
+                ),
+                None => String::new(),
+            };
+            s.push_str(&format!(
+                "  rank {r:>width$}  {}  cpus {cpus}{dev}{omp}\n",
+                nodes[n].picture(p.placements()[r].span)
+            ));
+        }
+    }
+    s.push_str(&format!(
+        "TASK_MAP={}\n",
+        rfc34::encode_wrapped(&TaskMap::encode(&p.node_of_ranks()))
+    ));
+    s
+}
