@@ -55,7 +55,7 @@ pub struct HostfileArgs {
     format: Format,
 }
 
-fn read(path: &PathBuf) -> Result<String, String> {
+fn read(path: &std::path::Path) -> Result<String, String> {
     if path.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin()
