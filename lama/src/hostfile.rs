@@ -10,7 +10,7 @@
 use thiserror::Error;
 
 use crate::limits::MAX_NODES;
-use crate::slurm_layout::{expand_counts, expand_hostlist};
+use crate::slurm_layout::{expand_counts, expand_hostlist_within};
 
 /// Most tasks a host file may list ([`crate::limits::MAX_TASKS`]).
 pub use crate::limits::MAX_TASKS;
@@ -197,7 +197,8 @@ impl Allocation {
     /// A Slurm host list (`n[1-3]`) with slots in Slurm's counts form (`4(x2),2`). One count
     /// applies to every host; no counts means one slot per host.
     pub fn from_nodelist(nodelist: &str, slots: Option<&str>) -> Result<Allocation, HostfileError> {
-        let names = expand_hostlist(nodelist).map_err(|e| alloc_err(e.to_string()))?;
+        let names =
+            expand_hostlist_within(nodelist, MAX_NODES).map_err(|e| alloc_err(e.to_string()))?;
         if names.len() > MAX_NODES {
             return Err(alloc_err(format!(
                 "the node list names {} hosts, more than the {MAX_NODES} lama reads",
@@ -262,7 +263,8 @@ impl Allocation {
                     .and_then(slots_value)
                     .ok_or_else(|| at(format!("'{w}' is not slots=N with N at least 1")))?;
             }
-            let names = expand_hostlist(name).map_err(|e| at(e.to_string()))?;
+            let names = expand_hostlist_within(name, MAX_NODES - hosts.len())
+                .map_err(|e| at(e.to_string()))?;
             if names.len() > MAX_NODES - hosts.len() {
                 return Err(at(format!(
                     "the allocation names more than {MAX_NODES} hosts, the most lama reads"

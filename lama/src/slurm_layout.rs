@@ -21,28 +21,32 @@ fn bad(msg: impl Into<String>) -> LayoutError {
     LayoutError(msg.into())
 }
 
-/// Splits at commas that are not inside brackets.
-fn split_top(s: &str) -> Vec<&str> {
+/// Splits at commas that are not inside brackets; brackets must pair up and not nest.
+fn split_top(s: &str) -> Result<Vec<&str>, LayoutError> {
     let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
+    let (mut inside, mut start) = (false, 0);
     for (i, c) in s.char_indices() {
         match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
+            '[' if inside => return Err(bad(format!("hostlist '{s}': '[' inside brackets"))),
+            ']' if !inside => return Err(bad(format!("hostlist '{s}': ']' without '['"))),
+            '[' | ']' => inside = !inside,
+            ',' if !inside => {
                 out.push(&s[start..i]);
                 start = i + 1;
             }
             _ => {}
         }
     }
+    if inside {
+        return Err(bad(format!("hostlist '{s}': '[' without ']'")));
+    }
     out.push(&s[start..]);
-    out
+    Ok(out)
 }
 
-fn too_many_hosts(expr: &str) -> LayoutError {
+fn too_many_hosts(expr: &str, limit: usize) -> LayoutError {
     bad(format!(
-        "hostlist '{expr}' names more than {MAX_TASKS} hosts, the most lama reads"
+        "hostlist '{expr}' names more than {limit} hosts, the most lama reads"
     ))
 }
 
@@ -100,17 +104,22 @@ fn pieces<'a>(expr: &str, part: &'a str) -> Result<(Vec<Piece<'a>>, usize), Layo
 ///
 /// The names are counted before any is made: more than [`MAX_TASKS`] in all is refused.
 pub fn expand_hostlist(expr: &str) -> Result<Vec<String>, LayoutError> {
+    expand_hostlist_within(expr, MAX_TASKS)
+}
+
+/// [`expand_hostlist`] with a lower limit than [`MAX_TASKS`] on the number of names.
+pub fn expand_hostlist_within(expr: &str, limit: usize) -> Result<Vec<String>, LayoutError> {
     let mut parts = Vec::new();
     let mut total: usize = 0;
-    for part in split_top(expr.trim()) {
+    for part in split_top(expr.trim())? {
         let part = part.trim();
         if part.is_empty() {
             continue;
         }
         let (p, count) = pieces(expr, part)?;
         total = total.saturating_add(count);
-        if total > MAX_TASKS {
-            return Err(too_many_hosts(expr));
+        if total > limit.min(MAX_TASKS) {
+            return Err(too_many_hosts(expr, limit.min(MAX_TASKS)));
         }
         parts.push(p);
     }
@@ -233,6 +242,12 @@ impl Distribution {
 /// Reads a Slurm host file: one host per task, hostlist expressions allowed, `host*N` for N tasks,
 /// `#` comments and blank lines ignored.
 pub fn read_hostfile(text: &str) -> Result<Vec<String>, LayoutError> {
+    read_hostfile_within(text, MAX_TASKS)
+}
+
+/// [`read_hostfile`] with a lower limit than [`MAX_TASKS`] on the number of tasks.
+pub fn read_hostfile_within(text: &str, limit: usize) -> Result<Vec<String>, LayoutError> {
+    let limit = limit.min(MAX_TASKS);
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
@@ -249,18 +264,18 @@ pub fn read_hostfile(text: &str) -> Result<Vec<String>, LayoutError> {
                 ),
                 None => (entry, 1),
             };
-            if times > MAX_TASKS - out.len() {
+            if times > limit - out.len() {
                 return Err(bad(format!(
-                    "host file line {}: '{entry}' brings the file past {MAX_TASKS} tasks, the most lama reads",
+                    "host file line {}: '{entry}' brings the file past {limit} tasks, the most lama reads",
                     i + 1
                 )));
             }
-            for h in
-                expand_hostlist(expr).map_err(|e| bad(format!("host file line {}: {e}", i + 1)))?
+            for h in expand_hostlist_within(expr, limit - out.len())
+                .map_err(|e| bad(format!("host file line {}: {e}", i + 1)))?
             {
-                if times > MAX_TASKS - out.len() {
+                if times > limit - out.len() {
                     return Err(bad(format!(
-                        "host file line {}: '{entry}' brings the file past {MAX_TASKS} tasks, the most lama reads",
+                        "host file line {}: '{entry}' brings the file past {limit} tasks, the most lama reads",
                         i + 1
                     )));
                 }

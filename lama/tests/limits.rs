@@ -126,3 +126,20 @@ fn files_are_read_only_when_regular_and_small_enough() {
     assert!(e.contains("No such file"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Inputs the fuzzer found (fuzz/artifacts), kept as regression tests.
+#[test]
+fn fuzzer_findings() {
+    // A ']' before any '[' made the comma part of a host name.
+    let e = expand_hostlist("aZ1-2]b[3-4],login")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("']' without '['"), "{e}");
+    let e = expand_hostlist("a[1-[2]]").unwrap_err().to_string();
+    assert!(e.contains("'[' inside brackets"), "{e}");
+    // 5.5M names on one host file line: refused at a lower limit, before they are made.
+    let e = lama::slurm_layout::read_hostfile_within("~\u{1}\u{14}[1-5555560]*1#\nn0", 1000)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than 1000 hosts"), "{e}");
+}

@@ -210,3 +210,19 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Canonicalising blocks (stretch by stretch) gives what encoding their task-by-task
+    /// assignment gives.
+    #[test]
+    fn canonical_matches_encoding_the_assignment(
+        blocks in proptest::collection::vec((0..5u64, 1..4u64, 1..3u64, 1..3u64), 1..6),
+    ) {
+        let blocks: Vec<lama::taskmap::Block> = blocks.into_iter()
+            .map(|(nodeid, nnodes, ppn, repeat)| lama::taskmap::Block { nodeid, nnodes, ppn, repeat })
+            .collect();
+        let m = TaskMap::from_blocks(blocks).expect("blocks");
+        let nodes: Vec<u32> = m.assignment().iter().map(|&x| x as u32).collect();
+        prop_assert_eq!(m.canonical(), TaskMap::encode(&nodes));
+    }
+}

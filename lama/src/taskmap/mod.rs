@@ -129,9 +129,7 @@ impl TaskMap {
         let mut enc = Encoder::default();
         for b in &self.blocks {
             for _ in 0..b.repeat {
-                for n in b.nodeid..b.nodeid + b.nnodes {
-                    enc.push_run(n, b.ppn);
-                }
+                enc.push_stretch(b.nodeid, b.nnodes, b.ppn);
             }
         }
         enc.finish()
@@ -263,6 +261,26 @@ struct Encoder {
 }
 
 impl Encoder {
+    /// The same as pushing runs of `ppn` tasks on `count` consecutive nodes one by one, in time
+    /// independent of `count`.
+    fn push_stretch(&mut self, node: u64, count: u64, ppn: u64) {
+        if count == 0 {
+            return;
+        }
+        self.push_run(node, ppn);
+        if count == 1 {
+            return;
+        }
+        // The first node may have merged with the run before; the last may merge with the next.
+        if let Some((n, c)) = self.pending.take() {
+            self.append(n, c);
+        }
+        if count > 2 {
+            self.append_stretch(node + 1, count - 2, ppn);
+        }
+        self.pending = Some((node + count - 1, ppn));
+    }
+
     fn push_run(&mut self, node: u64, count: u64) {
         match &mut self.pending {
             Some((n, c)) if *n == node => *c += count,

@@ -1,6 +1,6 @@
 //! The raw task map of RFC 34's test vectors: node-ordered RFC 22 idsets separated by `;`.
 
-use super::{bad, format_ranges, TaskMap, TaskMapError};
+use super::{bad, format_ranges, Encoder, TaskMap, TaskMapError};
 use crate::idset;
 use crate::limits::{MAX_NODES, MAX_TASKS};
 
@@ -11,8 +11,8 @@ pub fn decode(text: &str) -> Result<TaskMap, TaskMapError> {
     if t.is_empty() {
         return Ok(TaskMap::default());
     }
-    let mut owner: Vec<u32> = Vec::new();
-    const NONE: u32 = u32::MAX;
+    // Ranges with their node, then sorted by task: memory follows the text, not the task ids.
+    let mut runs: Vec<(u32, u32, u32)> = Vec::new();
     for (node, part) in t.split(';').enumerate() {
         if node >= MAX_NODES {
             return Err(bad(format!(
@@ -36,31 +36,33 @@ pub fn decode(text: &str) -> Result<TaskMap, TaskMapError> {
                 }
             }
             prev = Some(b);
-            if b as usize >= owner.len() {
-                if b as usize >= MAX_TASKS {
-                    return Err(bad(format!(
-                        "node {node}: task id {b} is too large (lama reads maps of at most {MAX_TASKS} tasks)"
-                    )));
-                }
-                owner.resize(b as usize + 1, NONE);
+            if b as usize >= MAX_TASKS {
+                return Err(bad(format!(
+                    "node {node}: task id {b} is too large (lama reads maps of at most {MAX_TASKS} tasks)"
+                )));
             }
-            for id in a..=b {
-                let o = &mut owner[id as usize];
-                if *o != NONE {
-                    return Err(bad(format!(
-                        "task {id} appears on node {} and again on node {node}",
-                        *o
-                    )));
-                }
-                *o = node as u32;
-            }
+            runs.push((a, b, node as u32));
         }
     }
+    runs.sort_unstable();
+    let mut next: u64 = 0;
     let mut missing = Vec::new();
-    for (id, &o) in owner.iter().enumerate() {
-        if o == NONE {
-            idset::push_range(&mut missing, id as u64, id as u64);
+    let mut enc = Encoder::default();
+    for (i, &(a, b, node)) in runs.iter().enumerate() {
+        let (a, b) = (u64::from(a), u64::from(b));
+        if a < next {
+            let other = runs[i - 1].2;
+            return Err(bad(format!(
+                "task {a} appears on node {} and again on node {}",
+                other.min(node),
+                other.max(node)
+            )));
         }
+        if a > next {
+            idset::push_range(&mut missing, next, a - 1);
+        }
+        enc.push_run(u64::from(node), b - a + 1);
+        next = b + 1;
     }
     if !missing.is_empty() {
         return Err(bad(format!(
@@ -68,10 +70,9 @@ pub fn decode(text: &str) -> Result<TaskMap, TaskMapError> {
             format_ranges(&missing)
         )));
     }
-    Ok(TaskMap::encode(&owner))
+    Ok(enc.finish())
 }
 
-/// Writes the raw form: one idset per node, in node order.
 pub fn encode(map: &TaskMap) -> String {
     (0..map.nnodes())
         .map(|n| format_ranges(&map.tasks_on(n)))

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of every parser and of placement (fuzz/fuzz_targets, libFuzzer with
+# AddressSanitizer and LeakSanitizer, nightly toolchain).
+#
+# Usage: contrib/fuzz.sh [--grow] SECONDS [TARGET...]
+#   Runs each target (default: all) for SECONDS, starting from its committed corpus in
+#   fuzz/corpus/TARGET, and prints one line per target: executions, coverage (edges and
+#   features), corpus size, and crashes/leaks/timeouts (inputs saved in fuzz/artifacts/TARGET).
+#   Without --grow, new inputs go to a scratch folder and the committed corpus is left alone (the
+#   test command's smoke run); with --grow they are added to the corpus, which is then minimised
+#   (cargo fuzz cmin) so that it stays small enough to commit.
+#   Exit status 1 when any target crashed, leaked, hung or ran out of memory.
+# Environment: LAMA_FUZZ_JOBS (parallel runs per target, default 1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+grow=0
+if [ "${1:-}" = --grow ]; then grow=1; shift; fi
+seconds=${1:?usage: contrib/fuzz.sh [--grow] SECONDS [TARGET...]}
+shift
+command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cd fuzz && cargo +nightly fuzz list)
+# One build for every target (-O: optimised, with debug assertions and overflow checks on).
+(cd fuzz && cargo +nightly fuzz build -O >/dev/null 2>&1) || (cd fuzz && cargo +nightly fuzz build -O)
+failed=0
+printf '%-16s %12s %8s %8s %7s  %s\n' target executions edges features corpus result
+for t in "${targets[@]}"; do
+  corpus=fuzz/corpus/$t
+  mkdir -p "$corpus" "fuzz/artifacts/$t"
+  scratch=$(mktemp -d)
+  if [ $grow = 1 ]; then dirs=("$PWD/$corpus"); else dirs=("$scratch" "$PWD/$corpus"); fi
+  log=$scratch.log
+  before=$(ls "fuzz/artifacts/$t" | wc -l)
+  # -timeout: one input taking 10 s is a hang; -rss_limit_mb: a leak or runaway allocation.
+  set +e
+  (cd fuzz && cargo +nightly fuzz run -O "$t" "${dirs[@]}" -- \
+      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -jobs="${LAMA_FUZZ_JOBS:-1}" -workers="${LAMA_FUZZ_JOBS:-1}") >"$log" 2>&1
+  status=$?
+  set -e
+  after=$(ls "fuzz/artifacts/$t" | wc -l)
+  execs=$(awk '/stat::number_of_executed_units/ { s += $2 } END { print s + 0 }' "$log")
+  last=$(grep -E '^#[0-9]+' "$log" | tail -n 1 || true)
+  edges=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$last")
+  feats=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$last")
+  size=$(ls "$corpus" | wc -l)
+  if [ $status -ne 0 ] || [ "$after" -gt "$before" ]; then
+    result="FAILED (status $status; inputs in fuzz/artifacts/$t; log $log)"
+    grep -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|panicked at' "$log" | head -n 3 | sed 's/^/    /' >&2 || true
+    failed=1
+  else
+    result=ok
+    rm -f "$log"
+  fi
+  printf '%-16s %12s %8s %8s %7s  %s\n' "$t" "$execs" "${edges:-?}" "${feats:-?}" "$size" "$result"
+  rm -rf "$scratch"
+  if [ $grow = 1 ] && [ $status -eq 0 ]; then
+    (cd fuzz && cargo +nightly fuzz cmin -O "$t" >/dev/null 2>&1) || echo "  cmin $t failed" >&2
+  fi
+done
+exit $failed
