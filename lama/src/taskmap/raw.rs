@@ -73,6 +73,7 @@ pub fn decode(text: &str) -> Result<TaskMap, TaskMapError> {
     Ok(enc.finish())
 }
 
+/// Writes the raw form: one idset per node, in node order.
 pub fn encode(map: &TaskMap) -> String {
     (0..map.nnodes())
         .map(|n| format_ranges(&map.tasks_on(n)))
