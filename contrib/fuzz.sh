@@ -10,7 +10,9 @@
 #   test command's smoke run); with --grow they are added to the corpus, which is then minimised
 #   (cargo fuzz cmin) so that it stays small enough to commit.
 #   Exit status 1 when any target crashed, leaked, hung or ran out of memory.
-# Environment: LAMA_FUZZ_JOBS (parallel runs per target, default 1).
+# Environment: LAMA_FUZZ_JOBS (parallel runs per target, default 1); LAMA_FUZZ_SANITIZER
+#   (address, the default, which includes leak checks; or leak alone, several times faster, for
+#   long campaigns).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 grow=0
@@ -19,11 +21,15 @@ seconds=${1:?usage: contrib/fuzz.sh [--grow] SECONDS [TARGET...]}
 shift
 command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+sanitizer=${LAMA_FUZZ_SANITIZER:-address}
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cd fuzz && cargo +nightly fuzz list)
 # One build for every target (-O: optimised, with debug assertions and overflow checks on).
-(cd fuzz && cargo +nightly fuzz build -O >/dev/null 2>&1) || (cd fuzz && cargo +nightly fuzz build -O)
+(cd fuzz && cargo +nightly fuzz build -O -s "$sanitizer" >/dev/null 2>&1) || (cd fuzz && cargo +nightly fuzz build -O -s "$sanitizer")
 failed=0
+jobs=()
+# libFuzzer's -jobs sends each run's output to fuzz-N.log: only asked for when wanted.
+if [ "${LAMA_FUZZ_JOBS:-1}" -gt 1 ]; then jobs=(-jobs="$LAMA_FUZZ_JOBS" -workers="$LAMA_FUZZ_JOBS"); fi
 printf '%-16s %12s %8s %8s %7s  %s\n' target executions edges features corpus result
 for t in "${targets[@]}"; do
   corpus=fuzz/corpus/$t
@@ -34,12 +40,13 @@ for t in "${targets[@]}"; do
   before=$(ls "fuzz/artifacts/$t" | wc -l)
   # -timeout: one input taking 10 s is a hang; -rss_limit_mb: a leak or runaway allocation.
   set +e
-  (cd fuzz && cargo +nightly fuzz run -O "$t" "${dirs[@]}" -- \
+  (cd fuzz && cargo +nightly fuzz run -O -s "$sanitizer" "$t" "${dirs[@]}" -- \
       -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-      -jobs="${LAMA_FUZZ_JOBS:-1}" -workers="${LAMA_FUZZ_JOBS:-1}") >"$log" 2>&1
+      ${jobs[@]+"${jobs[@]}"}) >"$log" 2>&1
   status=$?
   set -e
   after=$(ls "fuzz/artifacts/$t" | wc -l)
+  [ ${#jobs[@]} = 0 ] || cat fuzz/fuzz-*.log >> "$log" 2>/dev/null && rm -f fuzz/fuzz-*.log
   execs=$(awk '/stat::number_of_executed_units/ { s += $2 } END { print s + 0 }' "$log")
   last=$(grep -E '^#[0-9]+' "$log" | tail -n 1 || true)
   edges=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$last")
@@ -56,7 +63,7 @@ for t in "${targets[@]}"; do
   printf '%-16s %12s %8s %8s %7s  %s\n' "$t" "$execs" "${edges:-?}" "${feats:-?}" "$size" "$result"
   rm -rf "$scratch"
   if [ $grow = 1 ] && [ $status -eq 0 ]; then
-    (cd fuzz && cargo +nightly fuzz cmin -O "$t" >/dev/null 2>&1) || echo "  cmin $t failed" >&2
+    (cd fuzz && cargo +nightly fuzz cmin -O -s "$sanitizer" "$t" >/dev/null 2>&1) || echo "  cmin $t failed" >&2
   fi
 done
 exit $failed

@@ -14,6 +14,7 @@ started=$(date +%s)
 shared=${LAMA_SHARED:-$top/../shared}
 contrib/deps.sh
 contrib/deps.sh --mpi
+contrib/deps.sh inotify-tools
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 log=$(mktemp)
@@ -65,9 +66,14 @@ for r in "${releases[@]}"; do
     tests/slurm/hostfile.sh target/debug/lama "$plugin"
     tests/slurm/configs.sh target/debug/lama "$plugin" $other
     tests/slurm/mpi.sh target/debug/lama "$plugin"
+    tests/slurm/faults.sh target/debug/lama "$plugin"
+    tests/slurm/load.sh target/debug/lama "$plugin"
     contrib/sandbox.sh stop >/dev/null
   ) 2>&1 | sed -E "s/^(not )?ok - /&[Slurm $version] /" | tee -a "$log"
 done
+
+echo "== fuzzing: every target for a few seconds from its committed corpus (AddressSanitizer)"
+contrib/fuzz.sh 5 2>&1 | sed -E 's/^([a-z_0-9]+) +([0-9]+) .* ok$/ok - fuzz \1: \2 executions, no crash, leak or hang/; s/^([a-z_0-9]+) .*FAILED.*/not ok - fuzz &/' | tee -a "$log"
 
 echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM"
 tests/package.sh | tee -a "$log"

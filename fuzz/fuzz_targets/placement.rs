@@ -42,16 +42,18 @@ fn node(p: u32, l: u32, c: u32, t: u32) -> NodeTopology {
 
 fuzz_target!(|i: Input| {
     let dim = |x: u8, max: u8| u32::from(x % max) + 1;
-    let whole = node(dim(i.packages, 4), dim(i.l3, 3), dim(i.cores, 8), dim(i.threads, 4));
+    // Up to 48 hardware threads and 3 nodes: shapes matter more than sizes, and small ones keep
+    // the search fast.
+    let whole = node(dim(i.packages, 3), dim(i.l3, 2), dim(i.cores, 4), dim(i.threads, 2));
     let keep: Vec<u32> = whole
         .cpus()
         .into_iter()
         .filter(|&c| c == 0 || i.removed >> (c % 64) & 1 == 0)
         .collect();
     let model = whole.restrict(&keep).expect("CPU 0 is kept");
-    let nodes: Vec<&NodeTopology> = (0..dim(i.nodes, 4)).map(|_| &model).collect();
+    let nodes: Vec<&NodeTopology> = (0..dim(i.nodes, 3)).map(|_| &model).collect();
     let opts = Expert { map: Some(i.map), bind: i.bind, mppr: i.mppr, order: i.order };
-    let np = i.np.map(|n| usize::from(n % 2048) + 1);
+    let np = i.np.map(|n| usize::from(n % 256) + 1);
     let Ok(req) = Request::expert(&opts, np, i.oversubscribe) else { return };
     let p = match plan(&nodes, &req) {
         Ok(p) => p,

@@ -85,6 +85,17 @@ pub fn write(path: &Path, node: &NodeTopology, loc: &Locality) -> Result<(), Cac
         .file_name()
         .ok_or_else(|| io("no file name".into()))?
         .to_string_lossy();
+    // Written as root: a folder others may write to would let them swap the file under us.
+    let mode = std::os::unix::fs::MetadataExt::mode(
+        &std::fs::metadata(dir).map_err(|e| io(e.to_string()))?,
+    );
+    if mode & 0o022 != 0 {
+        return Err(io(format!(
+            "the folder {} is writable by others than its owner (mode {:o}); lama writes its cache only into a folder they cannot change",
+            dir.display(),
+            mode & 0o7777
+        )));
+    }
     let tmp = dir.join(format!(".{name}.{}", std::process::id()));
     let written = (|| {
         use std::os::unix::fs::OpenOptionsExt;
@@ -153,4 +164,23 @@ pub fn read(path: &Path) -> Result<(NodeTopology, Locality), CacheError> {
     }
     let node = NodeTopology::from_parts(&f.name, f.pus, levels);
     Ok((node, Locality::new(f.places, f.numa, f.latency, f.devices)))
+}
+
+/// Whether a cache describes the node it is read on: written by this host (a copied file is
+/// another machine's), and naming every CPU the reader may use (a CPU brought online since the
+/// cache was written is not in it). `allowed` is ascending.
+pub fn check_fresh(t: &NodeTopology, host: &str, allowed: &[u32]) -> Result<(), String> {
+    if t.name() != host {
+        return Err(format!(
+            "the topology cache was written by host '{}', not by {host}",
+            t.name()
+        ));
+    }
+    let cpus = t.cpus();
+    if let Some(c) = allowed.iter().find(|c| cpus.binary_search(c).is_err()) {
+        return Err(format!(
+            "the topology cache does not know CPU {c}, which this step may use (CPUs changed since slurmd started)"
+        ));
+    }
+    Ok(())
 }

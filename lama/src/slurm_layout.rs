@@ -420,7 +420,13 @@ impl StepEnv {
         })?;
         let counts = expand_counts(tpn)?;
         let dist = self.distribution.as_deref().unwrap_or("block");
-        let plane = match &self.plane_size {
+        // Slurm sets the plane size only for plane steps: any other value is the user's.
+        let is_plane = dist
+            .split(':')
+            .next()
+            .map(str::trim)
+            .is_some_and(|d| d.starts_with("plane"));
+        let plane = match self.plane_size.as_ref().filter(|_| is_plane) {
             Some(v) => Some(
                 v.trim()
                     .parse::<u32>()

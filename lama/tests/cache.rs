@@ -108,3 +108,33 @@ proptest! {
         let _ = read(&f);
     }
 }
+
+#[test]
+fn caches_of_another_host_or_other_cpus_are_not_fresh() {
+    let t = NodeTopology::from_synthetic("pack:1 core:2 pu:1")
+        .unwrap()
+        .with_name("n1");
+    assert_eq!(lama::cache::check_fresh(&t, "n1", &[0, 1]), Ok(()));
+    assert_eq!(lama::cache::check_fresh(&t, "n1", &[1]), Ok(()));
+    let e = lama::cache::check_fresh(&t, "n2", &[0]).unwrap_err();
+    assert!(e.contains("written by host 'n1', not by n2"), "{e}");
+    let e = lama::cache::check_fresh(&t, "n1", &[0, 1, 2]).unwrap_err();
+    assert!(e.contains("does not know CPU 2"), "{e}");
+}
+
+#[test]
+fn caches_are_not_written_into_folders_others_can_change() {
+    let dir = scratch("open-folder");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let t = NodeTopology::from_synthetic("pack:1 core:2 pu:1").unwrap();
+    let loc = lama::locality::Locality::new(Vec::new(), Vec::new(), None, Vec::new());
+    let e = write(&dir.join("topology-x.json"), &t, &loc)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("writable by others than its owner (mode 777)"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -143,3 +143,17 @@ fn fuzzer_findings() {
         .to_string();
     assert!(e.contains("more than 1000 hosts"), "{e}");
 }
+
+/// A plane size the user exported must not break the task map of a block step (found by
+/// tests/slurm/faults.sh).
+#[test]
+fn a_user_plane_size_is_ignored_outside_plane_steps() {
+    let env = lama::slurm_layout::StepEnv {
+        tasks_per_node: Some("2(x2)".into()),
+        distribution: Some("block".into()),
+        plane_size: Some("x".into()),
+        ..Default::default()
+    };
+    let map = env.taskmap(|_| Err("not read".into())).unwrap();
+    assert_eq!(map.to_string(), "[[0,2,2,1]]");
+}

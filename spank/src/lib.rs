@@ -303,12 +303,18 @@ impl Lama {
             let all = t.cpus();
             return Ok((t, all, loc));
         }
-        if let Some(file) = self.cache_file(host).filter(|f| f.is_file()) {
+        // A missing cache is normal (slurmd not restarted since lama was installed); anything else
+        // found there is read, and reported when it cannot be used.
+        if let Some(file) = self
+            .cache_file(host)
+            .filter(|f| f.symlink_metadata().is_ok())
+        {
             let read = cache::read(&file)
                 .map_err(|e| e.to_string())
                 .and_then(|(t, loc)| {
                     let allowed = affinity::allowed()?;
-                    fresh(&t, host, &allowed).map(|_| (t, allowed, devices.then_some(loc)))
+                    cache::check_fresh(&t, host, &allowed)
+                        .map(|_| (t, allowed, devices.then_some(loc)))
                 });
             match read {
                 Ok(found) => return Ok(found),
@@ -593,23 +599,4 @@ unsafe impl Plugin for Lama {
         }
         Ok(())
     }
-}
-
-/// Whether a cache read from disk describes this node: written by this host (a copied file is
-/// another machine's), and naming every CPU the step may use (a CPU brought online since slurmd
-/// started is not in it).
-fn fresh(t: &NodeTopology, host: &str, allowed: &[u32]) -> std::result::Result<(), String> {
-    if t.name() != host {
-        return Err(format!(
-            "the topology cache was written by host '{}', not by {host}",
-            t.name()
-        ));
-    }
-    let cpus = t.cpus();
-    if let Some(c) = allowed.iter().find(|c| cpus.binary_search(c).is_err()) {
-        return Err(format!(
-            "the topology cache does not know CPU {c}, which this step may use (CPUs changed since slurmd started)"
-        ));
-    }
-    Ok(())
 }

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Faults injected into the lama plugin on the real sandbox cluster: the topology cache missing,
+# damaged, another host's, a FIFO, or rewritten while steps start; topology=FILE corrupt or a
+# FIFO; SLURM_* and lama variables set by the user; sched_setaffinity refused (a preloaded shim,
+# tests/faults/refuse_affinity.c); SLURM_HOSTFILE swapped for a FIFO, a directory or a huge file
+# after srun has read it. For each: the step runs as documented (README "Faults and what
+# happens") or fails before any task starts with the reason in srun's output; slurmd survives and
+# the next step on the same nodes works.
+# Usage: tests/slurm/faults.sh LAMA_BINARY PLUGIN_SO
+#   (LAMA_SANDBOX and LAMA_SANDBOX_PORT name the cluster this script restarts and leaves running)
+set -uo pipefail
+source "$(dirname "$0")/lib.sh" "$@"
+report='echo "$SLURM_PROCID $SLURM_NODEID $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"'
+n=$((3 * $(nproc)))
+step_args="-N3 -n$n -m block --lama-map=csbnh --lama-bind=1c"
+want=$(plan_lines --this-machine --nodes 3 --map csbnh --bind 1c --np "$n")
+
+# The placed step binds as `lama plan` says.
+binds_as_planned() {
+  local name=$1 got
+  got=$(run $step_args bash -c "$report" 2>"$work/err" | sort -n)
+  if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "$name: bindings equal lama plan"
+  else not_ok "$name" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+}
+# slurmd still runs on every node, and a normal step afterwards works.
+survived() {
+  local name=$1 dead="" node pid
+  for node in n1 n2 n3; do
+    pid=$(cat "$LAMA_SANDBOX/slurmd-$node.pid" 2>/dev/null)
+    [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] && ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$pid/stat" ||
+      dead+=" $node"
+  done
+  local out; out=$(run -N3 -n3 bash -c 'echo "$TASK_MAP"' 2>&1)
+  if [ -z "$dead" ] && [ "$(grep -c '"map":\[\[0,3,1,1\]\]' <<<"$out")" = 3 ]; then
+    ok "$name: slurmd alive on n1-n3, the next step runs with TASK_MAP"
+  else not_ok "$name: slurmd dead on:${dead:- none}, or the next step failed" "$out"; fi
+}
+logged() {
+  local name=$1 text=$2
+  if grep -qF -- "$text" "$LAMA_SANDBOX/log/slurmd-n1.log"; then ok "$name: reported in slurmd's log"
+  else not_ok "$name: '$text' not in slurmd's log" "$(tail -n 5 "$LAMA_SANDBOX/log/slurmd-n1.log")"; fi
+}
+
+echo "# the topology cache"
+cluster
+cache=/run/lama/topology-n1.json
+cp "$cache" "$work/good.json"
+rm -f "$cache"
+binds_as_planned "cache missing on n1 (the step probes the machine)"
+: > "$cache"
+binds_as_planned "empty cache on n1"
+logged "empty cache" "topology cache $cache is not usable"
+cp /run/lama/topology-n2.json "$cache"
+binds_as_planned "n2's cache copied to n1"
+logged "another host's cache" "the topology cache was written by host 'n2', not by n1"
+rm -f "$cache"; mkfifo "$cache"
+binds_as_planned "cache replaced by a FIFO (nothing writes to it)"
+logged "FIFO cache" "topology cache $cache: not a regular file"
+rm -f "$cache"
+# Rewritten without care while steps start: truncated, half-written, then whole again.
+( end=$((SECONDS + 60))
+  while [ $SECONDS -lt $end ] && [ ! -f "$work/stop" ]; do
+    : > "$cache"; head -c 300 "$work/good.json" > "$cache"; cat "$work/good.json" > "$cache"
+  done ) &
+writer=$!
+bad=0
+for i in $(seq 10); do
+  got=$(run $step_args bash -c "$report" 2>"$work/err" | sort -n)
+  [ "$got" = "$want" ] || { bad=$((bad + 1)); cat "$work/err" >> "$work/errs"; }
+done
+touch "$work/stop"; wait $writer
+if [ $bad = 0 ]; then ok "cache rewritten in place while 10 steps start: every step binds as planned"
+else not_ok "cache rewritten while steps start: $bad of 10 steps differ" "$(cat "$work/errs")"; fi
+cp "$work/good.json" "$cache"
+survived "after the cache faults"
+
+echo "# topology=FILE"
+printf '<?xml version="1.0"?>\n<topology><object type="Machine"' > "$work/corrupt.xml"
+plugstack "required $plugin topology=$work/corrupt.xml"
+refused "corrupt topology=FILE" "cannot load topology $work/corrupt.xml" -N1 -n1 --lama-bind=1c
+mkfifo "$work/fifo.xml"
+plugstack "required $plugin topology=$work/fifo.xml"
+refused "topology=FILE is a FIFO" "$work/fifo.xml: not a regular file" -N1 -n1 --lama-bind=1c
+plugstack "required $plugin"
+survived "after the topology=FILE faults"
+
+echo "# variables the user sets: never trusted over Slurm's items"
+# (Variables srun itself reads, such as SLURM_HOSTFILE and SLURM_CPU_BIND, are srun's to check.)
+got=$(SLURM_STEP_TASKS_PER_NODE='1(x99)' SLURM_STEP_NODELIST='bogus[' SLURM_DIST_PLANESIZE=x \
+  SLURM_PROCID=77 SLURM_NODEID=9 SLURM_LOCALID=5 LAMA_CPUS=0-1023 TASK_MAP='[[0,1,1,1]]' \
+  SLURM_JOB_CPUS_PER_NODE=garbage SLURM_TASKS_PER_NODE=9 \
+  run $step_args bash -c "$report; echo \"map \$TASK_MAP\"" 2>"$work/err")
+maps=$(grep -c "^map {\"version\":1,\"map\":\[\[0,3,$(nproc),1\]\]}" <<<"$got")
+if [ "$(grep -v '^map' <<<"$got" | sort -n)" = "$want" ] && [ "$maps" = "$n" ]; then
+  ok "bogus SLURM_*, LAMA_CPUS and TASK_MAP in the user's environment: bindings and TASK_MAP as planned"
+else not_ok "user-set variables changed the step" "$got" "$(cat "$work/err")"; fi
+got=$(run -N1 -n1 --lama-bind=1c --lama-map=csbnh --export=NONE /bin/bash -c "$report" 2>&1)
+if [ "$got" = "0 0 0" ]; then ok "--export=NONE: the step is still placed from Slurm's items"
+else not_ok "--export=NONE step" "$got"; fi
+survived "after the user-set variables"
+
+echo "# sched_setaffinity refused (preloaded shim)"
+shim=$work/refuse_affinity.so
+gcc -shared -fPIC -O2 -o "$shim" "$top/tests/faults/refuse_affinity.c" -ldl
+flag=$work/refuse
+cluster LAMA_SANDBOX_SLURMD_ENV="LD_PRELOAD=$shim LAMA_FAULT_REFUSE_AFFINITY=$flag"
+touch "$flag"
+refused "sched_setaffinity refused" "cannot bind task 0 on n1 to cpus 0: Operation not permitted" -N1 -n1 --lama-map=csbnh --lama-bind=1c
+out=$(run -N1 -n1 bash -c 'echo "ran $TASK_MAP"' 2>&1)
+if grep -q '^ran {' <<<"$out"; then ok "sched_setaffinity refused: a step without placement runs (lama binds nothing there)"
+else not_ok "step without placement under refused affinity" "$out"; fi
+rm -f "$flag"
+binds_as_planned "affinity allowed again"
+survived "after sched_setaffinity refusals"
+cluster
+
+echo "# SLURM_HOSTFILE replaced after srun read it"
+if command -v inotifywait >/dev/null; then
+  hosts=$work/hosts
+  # Waits until srun has read the host file, then puts $1 in its place for slurmstepd to find.
+  swapped() {
+    local name=$1 replacement=$2 expect=$3 out
+    rm -rf "$hosts"; printf 'n2\nn1\nn3\n' > "$hosts"
+    inotifywait -q -e close_nowrite "$hosts" >/dev/null 2>"$work/watch" &
+    local w=$!
+    sleep 0.3
+    ( wait_for=$w; while kill -0 "$wait_for" 2>/dev/null; do sleep 0.01; done; rm -f "$hosts"; mv "$replacement" "$hosts" ) &
+    local mover=$!
+    out=$(SLURM_HOSTFILE=$hosts run -n3 -m arbitrary --lama-map=csbnh --lama-bind=1c bash -c "$report; echo \"map \${TASK_MAP:-unset}\"" 2>&1)
+    wait $mover 2>/dev/null
+    if grep -qF -- "$expect" <<<"$out" && [ "$(grep -c '^map unset' <<<"$out")" = 3 ] &&
+       [ "$(grep -cE '^[0-9]+ [0-9]+ [0-9]' <<<"$out")" = 3 ]; then
+      ok "SLURM_HOSTFILE $name: tasks run bound, TASK_MAP left unset, warning shown"
+    else not_ok "SLURM_HOSTFILE $name" "$out"; fi
+  }
+  mkfifo "$work/fifo"
+  swapped "becomes a FIFO" "$work/fifo" "not a regular file"
+  mkdir "$work/dir"
+  swapped "becomes a directory" "$work/dir" "not a regular file"
+  truncate -s 300M "$work/huge"
+  swapped "becomes a 300 MB file" "$work/huge" "bytes is more than the"
+  survived "after the host file faults"
+else
+  not_ok "inotifywait is missing (contrib/deps.sh installs inotify-tools)"
+fi
