@@ -2,7 +2,8 @@
 # Runs every test: formatting, clippy with warnings as errors, unit/property/integration tests,
 # the plugin built against every supported Slurm's headers, then the cluster tests on real Slurm
 # daemons of each tested release: Debian's 22.05 and the release in ../shared/vendor/slurm
-# (built once by contrib/slurm-build.sh and cached outside the tree).
+# (built once by contrib/slurm-build.sh and cached outside the tree), including fault injection
+# and a short load; then a few seconds of fuzzing per target, the packages and the pictures.
 # Usage: contrib/test.sh
 # Environment: LAMA_SHARED (the shared folder, default ../shared beside the repository),
 #   LAMA_TEST_TARBALLS (Slurm source tarballs to build and test besides Debian's 22.05; default
