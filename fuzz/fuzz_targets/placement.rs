@@ -28,7 +28,12 @@ struct Input<'a> {
 fn node(p: u32, l: u32, c: u32, t: u32) -> NodeTopology {
     let n = p * l * c * t;
     let spans = |size: u32| -> Vec<Span> {
-        (0..n / size).map(|i| Span { start: i * size, end: (i + 1) * size }).collect()
+        (0..n / size)
+            .map(|i| Span {
+                start: i * size,
+                end: (i + 1) * size,
+            })
+            .collect()
     };
     let mut levels: [Vec<Span>; 9] = Default::default();
     levels[Level::Socket.index()] = spans(l * c * t);
@@ -44,7 +49,12 @@ fuzz_target!(|i: Input| {
     let dim = |x: u8, max: u8| u32::from(x % max) + 1;
     // Up to 48 hardware threads and 3 nodes: shapes matter more than sizes, and small ones keep
     // the search fast.
-    let whole = node(dim(i.packages, 3), dim(i.l3, 2), dim(i.cores, 4), dim(i.threads, 2));
+    let whole = node(
+        dim(i.packages, 3),
+        dim(i.l3, 2),
+        dim(i.cores, 4),
+        dim(i.threads, 2),
+    );
     let keep: Vec<u32> = whole
         .cpus()
         .into_iter()
@@ -52,9 +62,16 @@ fuzz_target!(|i: Input| {
         .collect();
     let model = whole.restrict(&keep).expect("CPU 0 is kept");
     let nodes: Vec<&NodeTopology> = (0..dim(i.nodes, 3)).map(|_| &model).collect();
-    let opts = Expert { map: Some(i.map), bind: i.bind, mppr: i.mppr, order: i.order };
+    let opts = Expert {
+        map: Some(i.map),
+        bind: i.bind,
+        mppr: i.mppr,
+        order: i.order,
+    };
     let np = i.np.map(|n| usize::from(n % 256) + 1);
-    let Ok(req) = Request::expert(&opts, np, i.oversubscribe) else { return };
+    let Ok(req) = Request::expert(&opts, np, i.oversubscribe) else {
+        return;
+    };
     let p = match plan(&nodes, &req) {
         Ok(p) => p,
         Err(e @ (PlacementError::NoResources { .. } | PlacementError::Oversubscribed { .. })) => {

@@ -8,7 +8,10 @@ fuzz_target!(|text: &str| {
         lama_fuzz_check(&map);
         let canon = map.canonical();
         assert_eq!(canon.canonical(), canon);
-        assert_eq!(rfc34::decode(&rfc34::encode_wrapped(&map)).ok(), Some(map.clone()));
+        assert_eq!(
+            rfc34::decode(&rfc34::encode_wrapped(&map)).ok(),
+            Some(map.clone())
+        );
         // PMI has no repeat: its text grows with the repeats, so only small ones are compared.
         if map.blocks().iter().map(|b| b.repeat).sum::<u64>() <= 1 << 16 {
             assert_eq!(pmi::decode(&pmi::encode(&map)).ok(), Some(canon.clone()));

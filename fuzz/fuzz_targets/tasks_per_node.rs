@@ -6,7 +6,9 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: (u8, &str)| {
     let (pick, text) = data;
-    let Ok(counts) = expand_counts(text) else { return };
+    let Ok(counts) = expand_counts(text) else {
+        return;
+    };
     // Laying out millions of tasks proves nothing more than thousands and slows the search.
     if counts.iter().map(|&c| c as u64).sum::<u64>() > 100_000 {
         return;

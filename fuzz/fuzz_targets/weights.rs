@@ -13,7 +13,9 @@ fn nodes() -> &'static [Locality] {
         ["power8gpudistances.xml", "32em64t-2n8c2t-pci-normalio.xml"]
             .iter()
             .map(|f| {
-                let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/topologies").join(f);
+                let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../tests/topologies")
+                    .join(f);
                 Locality::from_xml_file(&p).expect("repository topology")
             })
             .collect()

@@ -245,6 +245,12 @@ impl Allocation {
     /// An allocation file: `host [slots=N]` per line (hostlist expressions allowed, one slot by
     /// default), `#` comments and blank lines ignored.
     pub fn parse_hostfile(text: &str) -> Result<Allocation, HostfileError> {
+        Allocation::parse_hostfile_within(text, MAX_NODES)
+    }
+
+    /// [`Allocation::parse_hostfile`] with a lower limit than [`MAX_NODES`] on the hosts.
+    pub fn parse_hostfile_within(text: &str, limit: usize) -> Result<Allocation, HostfileError> {
+        let limit = limit.min(MAX_NODES);
         let mut hosts = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let at = |why: String| alloc_err(format!("line {}: {why}", i + 1));
@@ -263,11 +269,11 @@ impl Allocation {
                     .and_then(slots_value)
                     .ok_or_else(|| at(format!("'{w}' is not slots=N with N at least 1")))?;
             }
-            let names = expand_hostlist_within(name, MAX_NODES - hosts.len())
-                .map_err(|e| at(e.to_string()))?;
-            if names.len() > MAX_NODES - hosts.len() {
+            let names =
+                expand_hostlist_within(name, limit - hosts.len()).map_err(|e| at(e.to_string()))?;
+            if names.len() > limit - hosts.len() {
                 return Err(at(format!(
-                    "the allocation names more than {MAX_NODES} hosts, the most lama reads"
+                    "the allocation names more than {limit} hosts, the most lama reads"
                 )));
             }
             hosts.extend(names.into_iter().map(|name| Host { name, slots }));
