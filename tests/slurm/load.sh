@@ -11,9 +11,12 @@ concurrent=${3:-10}
 sequential=${4:-60}
 cluster
 
-# slurmd's resident memory (kB) and open files, per node.
+# slurmd's resident memory (kB) and open files, per node, once every step has ended and slurmd
+# has had two seconds to finish its replies.
 usage() {
-  local node pid
+  local node pid i
+  for i in $(seq 30); do pgrep -x slurmstepd >/dev/null || break; sleep 1; done
+  sleep 2
   for node in n1 n2 n3; do
     pid=$(cat "$LAMA_SANDBOX/slurmd-$node.pid")
     echo "$node $(awk '/^VmRSS/ {print $2}' "/proc/$pid/status") $(ls "/proc/$pid/fd" | wc -l)"
@@ -48,7 +51,11 @@ else not_ok "$sequential sequential steps: $done_ok completed" "$(grep -v '^[0-9
 after=$(usage)
 echo "# slurmd before (node rss_kB fds): $(tr '\n' ';' <<<"$before")"
 echo "# slurmd after  (node rss_kB fds): $(tr '\n' ';' <<<"$after")"
-# Allowed: 512 kB of allocator noise in RSS; not one more open file.
-grown=$(paste <(echo "$before") <(echo "$after") | awk '$5 - $2 > 512 || $6 > $3 {print $1}')
+# Allowed: 1 MiB of allocator noise in RSS (a leak of 1 kB per step shows in the full case); not
+# one more open file.
+grown=$(paste <(echo "$before") <(echo "$after") | awk '$5 - $2 > 1024 || $6 > $3 {print $1}')
 if [ -z "$grown" ]; then ok "slurmd's memory and open files did not grow over $((concurrent + sequential)) steps"
-else not_ok "slurmd grew on: $grown" "before: $before" "after: $after"; fi
+else
+  files=$(for node in $grown; do pid=$(cat "$LAMA_SANDBOX/slurmd-$node.pid"); echo "$node:"; ls -l "/proc/$pid/fd" | awk '{print $NF}'; done)
+  not_ok "slurmd grew on: $grown" "before: $before" "after: $after" "open files now: $files"
+fi
