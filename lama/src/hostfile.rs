@@ -199,12 +199,6 @@ impl Allocation {
     pub fn from_nodelist(nodelist: &str, slots: Option<&str>) -> Result<Allocation, HostfileError> {
         let names =
             expand_hostlist_within(nodelist, MAX_NODES).map_err(|e| alloc_err(e.to_string()))?;
-        if names.len() > MAX_NODES {
-            return Err(alloc_err(format!(
-                "the node list names {} hosts, more than the {MAX_NODES} lama reads",
-                names.len()
-            )));
-        }
         let counts = match slots {
             None => vec![1; names.len()],
             Some(s) => {
@@ -271,11 +265,6 @@ impl Allocation {
             }
             let names =
                 expand_hostlist_within(name, limit - hosts.len()).map_err(|e| at(e.to_string()))?;
-            if names.len() > limit - hosts.len() {
-                return Err(at(format!(
-                    "the allocation names more than {limit} hosts, the most lama reads"
-                )));
-            }
             hosts.extend(names.into_iter().map(|name| Host { name, slots }));
         }
         Allocation::new(hosts)

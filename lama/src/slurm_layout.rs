@@ -264,20 +264,21 @@ pub fn read_hostfile_within(text: &str, limit: usize) -> Result<Vec<String>, Lay
                 ),
                 None => (entry, 1),
             };
-            if times > limit - out.len() {
-                return Err(bad(format!(
+            let past = || {
+                bad(format!(
                     "host file line {}: '{entry}' brings the file past {limit} tasks, the most lama reads",
                     i + 1
-                )));
+                ))
+            };
+            // Checked before the hostlist is expanded too, so that `h*99999999999` costs nothing.
+            if times > limit - out.len() {
+                return Err(past());
             }
             for h in expand_hostlist_within(expr, limit - out.len())
                 .map_err(|e| bad(format!("host file line {}: {e}", i + 1)))?
             {
                 if times > limit - out.len() {
-                    return Err(bad(format!(
-                        "host file line {}: '{entry}' brings the file past {limit} tasks, the most lama reads",
-                        i + 1
-                    )));
+                    return Err(past());
                 }
                 out.extend(std::iter::repeat_n(h, times));
             }
