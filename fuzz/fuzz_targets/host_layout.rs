@@ -10,7 +10,7 @@ fuzz_target!(|data: (u8, u16, &str)| {
     let (alloc_text, layout_text) = text.split_once("\n---\n").unwrap_or((text, ""));
     let _ = parse_host_list(layout_text);
     let (Ok(alloc), Ok(entries)) = (
-        Allocation::parse_hostfile_within(alloc_text, 10_000),
+        Allocation::parse_hostfile_within(alloc_text, 1_000),
         parse_layout(layout_text),
     ) else {
         return;
@@ -24,7 +24,7 @@ fuzz_target!(|data: (u8, u16, &str)| {
     let np = (flags & 4 != 0).then_some(usize::from(np));
     // Without --np, one round of every slot: skip rounds of millions of tasks (slow, not deeper).
     let slots: u64 = alloc.hosts().iter().map(|h| u64::from(h.slots)).sum();
-    if np.is_none() && slots > 100_000 {
+    if np.is_none() && slots > 10_000 {
         return;
     }
     if let Ok(nodes) = map(&alloc, &entries, mapper, np, oversubscribe) {

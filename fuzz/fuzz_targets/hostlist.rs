@@ -6,8 +6,8 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
     // A lower limit than lama's own: the same checks, without spending seconds on 16M names.
-    if let Ok(hosts) = expand_hostlist_within(text, 100_000) {
-        assert!(hosts.len() <= 100_000);
+    if let Ok(hosts) = expand_hostlist_within(text, 10_000) {
+        assert!(hosts.len() <= 10_000);
         assert!(hosts.iter().all(|h| !h.contains('[') && !h.contains(',')));
     }
 });
