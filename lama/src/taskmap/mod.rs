@@ -1,8 +1,8 @@
 //! Task maps: which node each task of a job runs on.
 //!
-//! [`TaskMap`] holds Flux RFC 34 blocks `[nodeid, nnodes, ppn, repeat]`; every query walks the
-//! blocks and never expands one entry per task. Submodules read and write the RFC 34 JSON, the raw
-//! node-ordered idsets and the PMI-1 `(vector,...)` forms.
+//! [`TaskMap`] holds Flux RFC 34 blocks `[nodeid, nnodes, ppn, repeat]` and the tasks before each
+//! block (a task's node is a binary search); no query expands one entry per task. Submodules read
+//! and write the RFC 34 JSON, the raw node-ordered idsets and the PMI-1 `(vector,...)` forms.
 
 pub mod pmi;
 pub mod raw;
@@ -49,6 +49,8 @@ impl Block {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TaskMap {
     blocks: Vec<Block>,
+    /// Tasks before each block, so that finding a task's block is a binary search.
+    starts: Vec<u64>,
 }
 
 impl TaskMap {
@@ -87,39 +89,45 @@ impl TaskMap {
                 )));
             }
         }
-        Ok(TaskMap { blocks })
+        Ok(TaskMap::indexed(blocks))
+    }
+
+    fn indexed(blocks: Vec<Block>) -> TaskMap {
+        let mut total = 0;
+        let starts = blocks
+            .iter()
+            .map(|b| {
+                let s = total;
+                total += b.tasks();
+                s
+            })
+            .collect();
+        TaskMap { blocks, starts }
     }
 
     /// The canonical map of an assignment: `nodes[task]` is the node of each task.
     pub fn encode(nodes: &[u32]) -> TaskMap {
         // Consecutive tasks on one node form a run; runs of equal length on consecutive nodes form a
-        // stretch, which the block builder takes in bulk (a cyclic map is a few stretches).
+        // stretch, which the block builder takes in bulk (a cyclic map is a few stretches). Each
+        // task is read once.
         let mut enc = Encoder::default();
-        let n = nodes.len();
-        let mut i = 0;
-        while i < n {
-            let node = nodes[i];
-            let mut j = i + 1;
-            while j < n && nodes[j] == node {
-                j += 1;
-            }
-            let ppn = j - i;
-            let mut count = 1u32;
-            let mut end = j;
-            loop {
-                let next = node.wrapping_add(count);
-                let stop = end + ppn;
-                if stop > n
-                    || nodes[end..stop].iter().any(|&x| x != next)
-                    || (stop < n && nodes[stop] == next)
-                {
-                    break;
+        let mut stretch: Option<(u64, u64, u64)> = None; // first node, nodes, ppn
+        let mut rest = nodes;
+        while let Some(&node) = rest.first() {
+            let len = rest.iter().position(|&x| x != node).unwrap_or(rest.len());
+            rest = &rest[len..];
+            let (node, ppn) = (u64::from(node), len as u64);
+            match &mut stretch {
+                Some((first, count, p)) if *p == ppn && *first + *count == node => *count += 1,
+                _ => {
+                    if let Some((first, count, p)) = stretch.replace((node, 1, ppn)) {
+                        enc.append_stretch(first, count, p);
+                    }
                 }
-                count += 1;
-                end = stop;
             }
-            enc.append_stretch(node as u64, count as u64, ppn as u64);
-            i = end;
+        }
+        if let Some((first, count, p)) = stretch {
+            enc.append_stretch(first, count, p);
         }
         enc.finish()
     }
@@ -147,7 +155,10 @@ impl TaskMap {
 
     /// Total number of tasks.
     pub fn total_tasks(&self) -> u64 {
-        self.blocks.iter().map(Block::tasks).sum()
+        match (self.starts.last(), self.blocks.last()) {
+            (Some(s), Some(b)) => s + b.tasks(),
+            _ => 0,
+        }
     }
 
     /// Number of nodes: one more than the highest node id.
@@ -161,16 +172,13 @@ impl TaskMap {
 
     /// The node of a task, or `None` when the task is beyond the map.
     pub fn node_of(&self, task: u64) -> Option<u64> {
-        let mut base = 0;
-        for b in &self.blocks {
-            let n = b.tasks();
-            if task < base + n {
-                let within = (task - base) % (b.nnodes * b.ppn);
-                return Some(b.nodeid + within / b.ppn);
-            }
-            base += n;
+        let i = self.starts.partition_point(|&s| s <= task).checked_sub(1)?;
+        let (b, base) = (self.blocks[i], self.starts[i]);
+        if task - base >= b.tasks() {
+            return None;
         }
-        None
+        let within = (task - base) % (b.nnodes * b.ppn);
+        Some(b.nodeid + within / b.ppn)
     }
 
     /// Number of tasks on a node.
@@ -356,9 +364,7 @@ impl Encoder {
         if let Some((n, c)) = self.pending.take() {
             self.append(n, c);
         }
-        TaskMap {
-            blocks: self.blocks,
-        }
+        TaskMap::indexed(self.blocks)
     }
 }
 
