@@ -392,11 +392,18 @@ pub fn plan(nodes: &[&NodeTopology], req: &Request) -> Result<Plan, PlacementErr
             .sum(),
     };
 
+    // Sized once when the count is known: growing by doubling would hold up to three times the
+    // plan while a large job's vectors are copied.
+    let expected = if target <= crate::limits::MAX_TASKS {
+        target
+    } else {
+        0
+    };
     let mut out = Plan {
         nesting: h.clone(),
         map: req.map.clone(),
-        placements: Vec::new(),
-        coords: Vec::new(),
+        placements: Vec::with_capacity(expected),
+        coords: Vec::with_capacity(expected * h.len()),
     };
     let mut counters = Counters::new(nodes, req);
     let mut hit = vec![false; req.mppr.len()];
