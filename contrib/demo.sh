@@ -24,7 +24,7 @@ contrib/deps.sh --mpi
 if [ -n "${LAMA_SLURM_PREFIX:-}" ]; then
   export SLURM_INCLUDE_DIR=$LAMA_SLURM_PREFIX/include PATH=$LAMA_SLURM_PREFIX/bin:$LAMA_SLURM_PREFIX/sbin:$PATH
 fi
-cargo build --release --quiet -p lama-spank -p lama-cli
+cargo build --release --quiet -p lama-spank -p lama-probe -p lama-cli
 plugin=$top/target/release/liblama_spank.so
 lama=$top/target/release/lama
 xml=$top/tests/topologies/32em64t-2n8c2t-pci-normalio.xml

@@ -14,7 +14,7 @@ contrib/deps.sh
 if [ -n "${LAMA_SLURM_PREFIX:-}" ]; then
   export SLURM_INCLUDE_DIR=$LAMA_SLURM_PREFIX/include PATH=$LAMA_SLURM_PREFIX/bin:$LAMA_SLURM_PREFIX/sbin:$PATH
 fi
-cargo build --release --quiet -p lama-spank
+cargo build --release --quiet -p lama-spank -p lama-probe
 plugin=$PWD/target/release/liblama_spank.so
 export LAMA_SANDBOX=/tmp/lama-overhead LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-46800}
 export SLURM_CONF=$LAMA_SANDBOX/slurm.conf

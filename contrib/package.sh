@@ -26,7 +26,7 @@ next=$(printf '%s.%02d' "${slurm%%.*}" $((10#$minor + 1)))
 
 build() {
   contrib/deps.sh
-  cargo build --release --quiet -p lama-spank -p lama-cli
+  cargo build --release --quiet -p lama-spank -p lama-probe -p lama-cli
   rm -rf "$out/gen"
   target/release/lama generate "$out/gen"
 }
@@ -46,6 +46,8 @@ deb() {
   install -m 0755 -s target/release/lama "$root/usr/bin/lama"
   # Slurm's own plugins are 0644 shared objects in its plugin directory.
   install -m 0644 -s target/release/liblama_spank.so "$root/usr/lib/$multiarch/slurm-wlm/lama.so"
+  # The plugin's hwloc helper, which it loads from its own folder when it must read a node.
+  install -m 0644 -s target/release/liblama_probe.so "$root/usr/lib/$multiarch/slurm-wlm/liblama_probe.so"
   for page in "$out"/gen/man1/*.1 "$out"/gen/man8/*.8; do
     local sect=${page##*.}
     gzip -9n -c "$page" > "$root/usr/share/man/man$sect/$(basename "$page").gz"
@@ -66,7 +68,7 @@ deb() {
   tmp=$(mktemp -d)
   mkdir -p "$tmp/debian"
   printf 'Source: lama\n\nPackage: lama-slurm\nArchitecture: any\n' > "$tmp/debian/control"
-  shlibs=$(cd "$tmp" && dpkg-shlibdeps -O "$root/usr/bin/lama" "$root/usr/lib/$multiarch/slurm-wlm/lama.so" 2>/dev/null |
+  shlibs=$(cd "$tmp" && dpkg-shlibdeps -O "$root/usr/bin/lama" "$root/usr/lib/$multiarch/slurm-wlm/lama.so" "$root/usr/lib/$multiarch/slurm-wlm/liblama_probe.so" 2>/dev/null |
     sed -n 's/^shlibs:Depends=//p')
   rm -rf "$tmp"
   [ -n "$shlibs" ] || die "dpkg-shlibdeps found no dependencies"

@@ -3,13 +3,15 @@
 # release's version (Slurm refuses a SPANK plugin of another major.minor release). Headers whose
 # SPANK interface differs from the bindings' must stop the build with a message.
 # Usage: tests/headers.sh OUT_DIR INCLUDE_DIR...   (run from the repository)
-#   Each build is copied to OUT_DIR/VERSION/liblama_spank.so for the cluster tests to load.
+#   Each build is copied to OUT_DIR/VERSION/liblama_spank.so for the cluster tests to load, with
+#   the hwloc helper liblama_probe.so beside it (one build: it does not depend on Slurm).
 # Prints one "ok - ..." or "not ok - ..." line per header set.
 set -uo pipefail
 out=$1; shift
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+cargo build --quiet -p lama-probe || { echo "not ok - the hwloc helper (lama-probe) builds"; exit 0; }
 
 # The 4-byte little-endian plugin_version symbol of a shared object, as 0x hex.
 plugin_version() {
@@ -29,6 +31,7 @@ for inc in "$@"; do
   fi
   mkdir -p "$out/$release"
   cp target/debug/liblama_spank.so "$out/$release/liblama_spank.so"
+  cp target/debug/liblama_probe.so "$out/$release/liblama_probe.so"
   got=$(plugin_version "$out/$release/liblama_spank.so")
   if [ "$got" = "$want" ]; then
     echo "ok - plugin builds against Slurm $release headers, plugin_version $got ($inc)"

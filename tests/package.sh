@@ -74,7 +74,7 @@ rpmfile=$(contrib/package.sh rpm 2>"$work/rpm.err" | tail -n 1)
 if [ -f "$rpmfile" ]; then
   req=$(rpm -qp --requires "$rpmfile" 2>/dev/null)
   files=$(rpm -qpl "$rpmfile" 2>/dev/null)
-  if grep -qx "slurm >= $slurm" <<<"$req" && grep -q "^slurm < " <<<"$req" && grep -q '/slurm/lama.so$' <<<"$files" \
+  if grep -qx "slurm >= $slurm" <<<"$req" && grep -q "^slurm < " <<<"$req" && grep -q '/slurm/lama.so$' <<<"$files" && grep -q '/slurm/liblama_probe.so$' <<<"$files" \
     && grep -q 'man8/lama-spank.8' <<<"$files" && grep -q '/usr/bin/lama$' <<<"$files"; then
     ok "RPM built with rpmbuild: $(basename "$rpmfile") requires $(grep '^slurm' <<<"$req" | tr '\n' ' ')"
   else not_ok "RPM contents" "$req" "$files"; fi

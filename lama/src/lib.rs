@@ -8,14 +8,14 @@
 //! | module | concept |
 //! |---|---|
 //! | [`topology`], [`level`] | a node's hardware as plain data; the nine LAMA levels |
-//! | [`hwloc`] | reading topologies and devices with hwloc (the only module that calls it) |
+//! | `hwloc` | reading topologies and devices with hwloc (the only module that calls it; feature `hwloc`) |
 //! | [`spec`], [`mapper`] | the user's request; the odometer that places ranks |
 //! | [`openmp`] | OpenMP threads inside a task, places drawn from its binding |
 //! | [`locality`] | NICs and GPUs, their distances, nearest-device choice |
 //! | [`taskmap`], [`slurm_layout`], [`hostfile`] | task maps, Slurm's layouts and host files |
 //! | [`slurm_options`] | the plugin's options and `plugstack.conf` arguments, merged per step |
 //! | [`slurm_step`] | what the SPANK plugin decides for a step on a node, as pure functions |
-//! | [`cache`] | the node's topology and devices as slurmd saves them for the steps |
+//! | [`cache`] | the node's topology and devices as text: slurmd's cache, the hwloc probe's answer |
 //! | [`idset`] | cpulists and idsets |
 //! | [`limits`] | the largest sizes accepted from users, files and Slurm; bounded file reading |
 
@@ -23,6 +23,7 @@
 
 pub mod cache;
 pub mod hostfile;
+#[cfg(feature = "hwloc")]
 pub mod hwloc;
 pub mod idset;
 pub mod level;

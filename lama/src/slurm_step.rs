@@ -89,23 +89,26 @@ pub struct TaskBinding {
     pub rank: u32,
     /// The CPUs to bind it to (OS indexes, ascending).
     pub cpus: Vec<u32>,
-    /// The node's picture with the bound PUs marked.
-    pub picture: String,
+    /// The node's picture with the bound PUs marked, when asked for (drawing the whole node for
+    /// every task costs more than placing them).
+    pub picture: Option<String>,
 }
 
 /// Places one node's tasks on the step's CPUs of `node` (OS indexes; `ranks` are the global ids
 /// of the tasks Slurm put on this node). Tasks are placed in global rank order with the odometer
-/// for one node; the result is in ascending rank order, pictured on the whole node.
+/// for one node; the result is in ascending rank order, pictured on the whole node when
+/// `pictures`.
 pub fn place_node(
     node: &NodeTopology,
     step_cpus: &[u32],
     request: &Request,
     ranks: &[u32],
+    pictures: bool,
 ) -> Result<Vec<TaskBinding>, StepError> {
     let topo = &node
         .restrict(step_cpus)
         .map_err(|e| StepError::Cpus(e.to_string()))?;
-    let allowed = topo.cpus();
+    let allowed = if pictures { topo.cpus() } else { Vec::new() };
     let mut sorted = ranks.to_vec();
     sorted.sort_unstable();
     let mut req = request.clone();
@@ -122,7 +125,7 @@ pub fn place_node(
             let cpus = topo.span_cpus(pl.span);
             TaskBinding {
                 rank,
-                picture: node.picture_cpus(&cpus, &allowed),
+                picture: pictures.then(|| node.picture_cpus(&cpus, &allowed)),
                 cpus,
             }
         })

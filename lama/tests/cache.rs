@@ -33,9 +33,15 @@ fn machines_with_devices_come_back_unchanged() {
         let dir = scratch(&name.replace('.', "-"));
         let file = dir.join("topology-n1.json");
         write(&file, &node, &loc).expect("write");
-        let (node2, loc2) = read(&file).expect("read");
-        assert_eq!(node2, node, "{name}: topology");
-        assert_eq!(loc2, loc, "{name}: devices");
+        let back = read(&file, true).expect("read");
+        assert_eq!(back.topology, node, "{name}: topology");
+        assert_eq!(back.locality.as_ref(), Some(&loc), "{name}: devices");
+        let bare = read(&file, false).expect("read without devices");
+        assert_eq!(bare.topology, node, "{name}: topology alone");
+        assert_eq!(
+            bare.locality, None,
+            "{name}: devices skipped when not asked for"
+        );
         let mode = std::fs::metadata(&file).expect("meta").permissions().mode();
         assert_eq!(
             mode & 0o777,
@@ -46,7 +52,7 @@ fn machines_with_devices_come_back_unchanged() {
         assert_eq!(left.len(), 1, "no temporary file left behind");
         // Written again over itself (slurmd restarting), still whole.
         write(&file, &node, &loc).expect("rewrite");
-        assert_eq!(read(&file).expect("read").0, node);
+        assert_eq!(read(&file, true).expect("read").topology, node);
     }
 }
 
@@ -64,7 +70,7 @@ fn damaged_caches_are_errors() {
         ("not JSON", "<topology/>".to_string()),
         (
             "another format",
-            text.replacen("\"lama_node_cache\":1", "\"lama_node_cache\":2", 1),
+            text.replacen("\"lama_node_cache\":2", "\"lama_node_cache\":1", 1),
         ),
         (
             "a huge CPU number",
@@ -87,13 +93,13 @@ fn damaged_caches_are_errors() {
         assert_ne!(body, text, "{what}: the damage was not applied");
         let f = dir.join(format!("{}.json", what.replace(' ', "-")));
         std::fs::write(&f, body).expect("write");
-        match read(&f) {
+        match read(&f, true) {
             Err(CacheError::Invalid { reason, .. }) => assert!(!reason.is_empty()),
             other => panic!("{what}: {other:?}"),
         }
     }
     assert!(matches!(
-        read(&dir.join("missing.json")),
+        read(&dir.join("missing.json"), false),
         Err(CacheError::Io { .. })
     ));
 }
@@ -105,7 +111,7 @@ proptest! {
         let dir = scratch("fuzz");
         let f = dir.join("t.json");
         std::fs::write(&f, &bytes).expect("write");
-        let _ = read(&f);
+        let _ = read(&f, true);
     }
 }
 

@@ -195,7 +195,7 @@ proptest! {
         shuffled.reverse();
         let mut r = req.clone();
         r.oversubscribe = true;
-        match lama::slurm_step::place_node(&t, &step, &r, &shuffled) {
+        match lama::slurm_step::place_node(&t, &step, &r, &shuffled, false) {
             Ok(tasks) => {
                 let got: Vec<u32> = tasks.iter().map(|b| b.rank).collect();
                 prop_assert_eq!(got, ranks.iter().copied().collect::<Vec<_>>());

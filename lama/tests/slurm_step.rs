@@ -178,17 +178,17 @@ fn one_node_places_its_ranks_in_global_order_on_the_step_cpus() {
         )
         .unwrap()
         .unwrap();
-    let got = place_node(&t, &[2, 3, 4, 5], &req, &[7, 3, 5]).unwrap();
+    let got = place_node(&t, &[2, 3, 4, 5], &req, &[7, 3, 5], true).unwrap();
     let ranks: Vec<u32> = got.iter().map(|b| b.rank).collect();
     assert_eq!(ranks, vec![3, 5, 7]);
     assert_eq!(got[0].cpus, vec![2]);
     assert_eq!(got[1].cpus, vec![3]);
     assert_eq!(got[2].cpus, vec![4]);
-    assert_eq!(got[0].picture, "[-/-/B/.][././-/-]");
-    assert_eq!(got[2].picture, "[-/-/./.][B/./-/-]");
+    assert_eq!(got[0].picture.as_deref(), Some("[-/-/B/.][././-/-]"));
+    assert_eq!(got[2].picture.as_deref(), Some("[-/-/./.][B/./-/-]"));
 
     // Five tasks on four CPUs without oversubscription: the step fails.
-    let e = err_text(place_node(&t, &[2, 3, 4, 5], &req, &[0, 1, 2, 3, 4]));
+    let e = err_text(place_node(&t, &[2, 3, 4, 5], &req, &[0, 1, 2, 3, 4], false));
     assert!(e.contains("oversubscribed"), "{e}");
 }
 
@@ -260,7 +260,7 @@ fn node_devices_follow_the_placement() {
         )
         .expect("request")
         .expect("placing");
-    let tasks = place_node(&node, &node.cpus(), &req, &[0, 1, 2, 3]).expect("placed");
+    let tasks = place_node(&node, &node.cpus(), &req, &[0, 1, 2, 3], false).expect("placed");
     let env = node_devices(&loc, &tasks, (0, 1), None, |_| None).expect("devices");
     let cuda: Vec<String> = env
         .iter()

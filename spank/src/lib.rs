@@ -11,6 +11,7 @@
 
 use std::error::Error;
 use std::fmt;
+use std::time::{Duration, Instant};
 
 use lama::cache;
 use lama::idset::format_list;
@@ -26,6 +27,7 @@ use lama::NodeTopology;
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle, SpankOption, SPANK_PLUGIN};
 
 mod affinity;
+mod probe;
 
 include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
 
@@ -101,7 +103,21 @@ struct Step {
     bind: bool,
     verbose: bool,
     /// Time `user_init` spent on this node (topology, layout, placement).
-    elapsed: std::time::Duration,
+    elapsed: Duration,
+    /// The same per phase, for `--lama-verbose`: where the time went.
+    phases: Vec<(&'static str, Duration)>,
+    /// When the current phase started.
+    lap: Option<Instant>,
+}
+
+impl Step {
+    /// Ends the current phase, named `what`.
+    fn lap(&mut self, what: &'static str) {
+        let now = Instant::now();
+        if let Some(t) = self.lap.replace(now) {
+            self.phases.push((what, now - t));
+        }
+    }
 }
 
 fn user_options(spank: &SpankHandle) -> std::result::Result<Options, String> {
@@ -125,14 +141,15 @@ fn user_options(spank: &SpankHandle) -> std::result::Result<Options, String> {
 
 impl Lama {
     fn prepare(&self, spank: &SpankHandle) -> Step {
-        let started = std::time::Instant::now();
-        let mut st = self.decide(spank);
+        let started = Instant::now();
+        let mut st = self.decide(spank, started);
         st.elapsed = started.elapsed();
         st
     }
 
-    fn decide(&self, spank: &SpankHandle) -> Step {
+    fn decide(&self, spank: &SpankHandle, started: Instant) -> Step {
         let mut st = Step {
+            lap: Some(started),
             host: affinity::hostname(),
             bind: self.settings.topology.is_none(),
             verbose: self.settings.verbose || self.user.verbose,
@@ -177,6 +194,7 @@ impl Lama {
             }
         }
         st.local_ranks = ranks.clone();
+        st.lap("layout and TASK_MAP");
         match self.settings.request(&self.user, Some(ranks.len())) {
             Ok(None) => {}
             Ok(Some(req)) => {
@@ -201,7 +219,8 @@ impl Lama {
     ) -> std::result::Result<(), String> {
         let counts = self.settings.devices(&self.user).map_err(|e| e.to_string());
         let want_devices = matches!(counts, Ok(c) if c != (0, 0));
-        let (topo, usable, loc) = self.node(&st.host, want_devices)?;
+        let (topo, usable, loc, source) = self.node(&st.host, want_devices)?;
+        st.lap(source);
         let cores = spank
             .step_alloc_cores()
             .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
@@ -214,7 +233,8 @@ impl Lama {
             .and_then(|v| v.trim().parse::<u32>().ok());
         let mut cpus = cores_to_cpus(&topo, cores, threads).map_err(|e| e.to_string())?;
         cpus.retain(|c| usable.binary_search(c).is_ok());
-        st.tasks = place_node(&topo, &cpus, req, ranks).map_err(|e| e.to_string())?;
+        st.tasks = place_node(&topo, &cpus, req, ranks, st.verbose).map_err(|e| e.to_string())?;
+        st.lap("placement");
         if let Some(t) = self
             .settings
             .threads(&self.user)
@@ -230,6 +250,7 @@ impl Lama {
                 })
                 .collect::<std::result::Result<_, _>>()?;
             st.omp_replace = t.replace;
+            st.lap("OpenMP places");
         }
         let counts = counts?;
         if let Some(loc) = loc {
@@ -252,6 +273,7 @@ impl Lama {
                 weights,
                 counts,
             });
+            st.lap("devices");
         }
         Ok(())
     }
@@ -278,6 +300,10 @@ impl Devices {
     }
 }
 
+/// A node's topology, the CPUs this slurmstepd may use, its devices when asked for, and where
+/// they came from.
+type NodeFound = (NodeTopology, Vec<u32>, Option<Locality>, &'static str);
+
 impl Lama {
     fn cache_file(&self, host: &str) -> Option<std::path::PathBuf> {
         let dir = self.settings.cache.as_ref()?;
@@ -287,21 +313,16 @@ impl Lama {
     /// The node's topology, the CPUs this slurmstepd may use and, when `devices`, the node's
     /// devices: `topology=FILE`, else slurmd's cache of the whole machine (no hwloc at all), else
     /// a probe of the machine.
-    fn node(
-        &self,
-        host: &str,
-        devices: bool,
-    ) -> std::result::Result<(NodeTopology, Vec<u32>, Option<Locality>), String> {
-        let text = |e: lama::TopologyError| e.to_string();
+    fn node(&self, host: &str, devices: bool) -> std::result::Result<NodeFound, String> {
         if let Some(path) = &self.settings.topology {
-            let (t, loc) = if devices {
-                let (t, l) = NodeTopology::from_xml_file_with_devices(path, false).map_err(text)?;
-                (t, Some(l))
-            } else {
-                (NodeTopology::from_xml_file(path).map_err(text)?, None)
-            };
-            let all = t.cpus();
-            return Ok((t, all, loc));
+            let n = probe::node(Some(path), devices)?;
+            let all = n.topology.cpus();
+            return Ok((
+                n.topology,
+                all,
+                n.locality,
+                "topology from its file (hwloc)",
+            ));
         }
         // A missing cache is normal (slurmd not restarted since lama was installed); anything else
         // found there is read, and reported when it cannot be used.
@@ -309,12 +330,12 @@ impl Lama {
             .cache_file(host)
             .filter(|f| f.symlink_metadata().is_ok())
         {
-            let read = cache::read(&file)
+            let read = cache::read(&file, devices)
                 .map_err(|e| e.to_string())
-                .and_then(|(t, loc)| {
+                .and_then(|n| {
                     let allowed = affinity::allowed()?;
-                    cache::check_fresh(&t, host, &allowed)
-                        .map(|_| (t, allowed, devices.then_some(loc)))
+                    cache::check_fresh(&n.topology, host, &allowed)
+                        .map(|_| (n.topology, allowed, n.locality, "topology from the cache"))
                 });
             match read {
                 Ok(found) => return Ok(found),
@@ -324,13 +345,11 @@ impl Lama {
                 ),
             }
         }
-        if devices {
-            let (t, allowed, l) = NodeTopology::this_machine_with_devices(true).map_err(text)?;
-            Ok((t, allowed, Some(l)))
-        } else {
-            let (t, allowed) = NodeTopology::this_machine_whole().map_err(text)?;
-            Ok((t, allowed, None))
-        }
+        let n = probe::node(None, devices)?;
+        let allowed = n
+            .allowed
+            .ok_or("lama's hwloc helper did not say which CPUs the step may use")?;
+        Ok((n.topology, allowed, n.locality, "topology probed (hwloc)"))
     }
 
     /// In slurmd at start-up (as root): save the machine's topology for the steps to load.
@@ -343,9 +362,9 @@ impl Lama {
             None => Ok(()),
         };
         let saved = made.and_then(|_| {
-            let (t, _, loc) =
-                NodeTopology::this_machine_with_devices(true).map_err(|e| e.to_string())?;
-            cache::write(&file, &t.with_name(&affinity::hostname()), &loc)
+            let n = probe::node(None, true)?;
+            let loc = n.locality.ok_or("lama's hwloc helper read no devices")?;
+            cache::write(&file, &n.topology.with_name(&affinity::hostname()), &loc)
                 .map_err(|e| e.to_string())
         });
         if let Err(e) = saved {
@@ -573,9 +592,16 @@ unsafe impl Plugin for Lama {
                 )
                 .collect();
             let cost = if first {
+                let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+                let phases: Vec<String> = st
+                    .phases
+                    .iter()
+                    .map(|(what, d)| format!("{what} {:.3}", ms(*d)))
+                    .collect();
                 format!(
-                    " (node placed in {:.2} ms)",
-                    st.elapsed.as_secs_f64() * 1000.0
+                    " (node placed in {:.2} ms: {})",
+                    ms(st.elapsed),
+                    phases.join(", ")
                 )
             } else {
                 String::new()
@@ -594,7 +620,7 @@ unsafe impl Plugin for Lama {
                 id("SLURM_PROCID", rank),
                 st.host,
                 id("SLURM_NODEID", st.nodeid),
-                t.picture
+                t.picture.as_deref().unwrap_or_default()
             );
         }
         Ok(())

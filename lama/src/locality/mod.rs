@@ -158,9 +158,31 @@ impl Locality {
         }
         let latency =
             latency.filter(|m| m.len() == numa.len() && m.iter().all(|r| r.len() == numa.len()));
+        // Through a CPU-to-NUMA table: comparing every place with every NUMA node costs
+        // milliseconds on a 384-PU machine, in every step that reads the cache.
+        let mut numa_of: Vec<Vec<usize>> = vec![Vec::new(); pu_place.len()];
+        for (i, n) in numa.iter().enumerate() {
+            for &c in &n.cpus {
+                if let Some(v) = numa_of.get_mut(c as usize) {
+                    v.push(i);
+                }
+            }
+        }
+        let mut seen = vec![false; numa.len()];
         let place_numa = places
             .iter()
-            .map(|p| numa_sharing(&numa, &p.cpus))
+            .map(|p| {
+                for &c in &p.cpus {
+                    for &i in numa_of.get(c as usize).map_or(&[][..], Vec::as_slice) {
+                        seen[i] = true;
+                    }
+                }
+                let found: Vec<usize> = (0..numa.len()).filter(|&i| seen[i]).collect();
+                for &i in &found {
+                    seen[i] = false;
+                }
+                found
+            })
             .collect();
         Locality {
             places,
