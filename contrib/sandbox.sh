@@ -16,6 +16,8 @@
 #   LAMA_SANDBOX_PORT (port base, default 16800: slurmctld on base+17, slurmd on base+101..103),
 #   LAMA_SANDBOX_CGROUP=1 (the usual site setting: proctrack/cgroup, TaskPlugin=task/affinity,task/cgroup,
 #   ConstrainCores=yes; the node line must then match this machine),
+#   LAMA_SANDBOX_TASK_PLUGIN (TaskPlugin when neither of the cgroup settings below is given,
+#   default task/none; task/affinity for Slurm's own binding),
 #   LAMA_SANDBOX_GPUS=N (N fake GPUs per node through GRES: character devices made with mknod under
 #   $LAMA_SANDBOX/dev, gres.conf with AutoDetect=off),
 #   LAMA_SANDBOX_CONSTRAIN_DEVICES=1 (ConstrainDevices=yes; without LAMA_SANDBOX_CGROUP=1 this uses
@@ -77,7 +79,7 @@ write_conf() {
   local plug=${LAMA_SANDBOX_PLUGSTACK:-$dir/plugstack.conf}
   [ -f "$plug" ] || echo "${LAMA_SANDBOX_PLUGIN:-}" > "$plug"
   local hw; hw=$(hardware)
-  local proctrack=proctrack/linuxproc task=task/none cores=no devices=no gres="" gpus=${LAMA_SANDBOX_GPUS:-0}
+  local proctrack=proctrack/linuxproc task=${LAMA_SANDBOX_TASK_PLUGIN:-task/none} cores=no devices=no gres="" gpus=${LAMA_SANDBOX_GPUS:-0}
   if [ "${LAMA_SANDBOX_CGROUP:-0}" = 1 ]; then
     proctrack=proctrack/cgroup task=task/affinity,task/cgroup cores=yes
   fi

@@ -170,6 +170,7 @@ impl Lama {
             .iter()
             .find_map(|k| spank.getenv(k).ok().flatten()?.trim().parse::<u32>().ok());
         st.het = het_size.is_some_and(|n| n > 1);
+        st.lap("Slurm's items");
         if st.manage_taskmap {
             let env = StepEnv::from_lookup(|n| spank.getenv(n).ok().flatten());
             let map = env
@@ -194,7 +195,7 @@ impl Lama {
             }
         }
         st.local_ranks = ranks.clone();
-        st.lap("layout and TASK_MAP");
+        st.lap("TASK_MAP");
         match self.settings.request(&self.user, Some(ranks.len())) {
             Ok(None) => {}
             Ok(Some(req)) => {

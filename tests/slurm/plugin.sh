@@ -80,7 +80,7 @@ whole_job "cyclic, map-by node, bind-to socket" "-N3 -n3 -c$(nproc) -m cyclic --
 
 # slurmd's topology cache: written at start; a damaged one is reported in slurmd's log and the
 # step probes the machine, with the same bindings.
-if [ /run/lama/topology-n1.json -nt "$work/before" ] && grep -q '"lama_node_cache":1' /run/lama/topology-n1.json; then
+if [ /run/lama/topology-n1.json -nt "$work/before" ] && grep -q '"lama_node_cache":[0-9]' /run/lama/topology-n1.json; then
   ok "slurmd wrote its topology cache at start (/run/lama/topology-n1.json)"
 else not_ok "no topology cache from slurmd" "$(ls -la /run/lama 2>&1)"; fi
 printf '{"lama_node_cache":1,"pus":[' > /run/lama/topology-n1.json
@@ -90,6 +90,25 @@ if grep -q 'topology cache /run/lama/topology-n1.json is not usable' "$LAMA_SAND
   ok "the damaged cache is reported in slurmd's log"
 else not_ok "damaged cache not reported" "$(tail -n 5 "$LAMA_SANDBOX/log/slurmd-n1.log")"; fi
 cluster
+
+# What each process loads: srun loads the plugin (it registers and checks the options) but not
+# libhwloc; a step the cache serves does not load the hwloc helper (the task's parent is its
+# slurmstepd, which may link libhwloc itself, as Debian's does); without a cache, slurmstepd
+# loads the helper beside the plugin, and the helper reads the machine with hwloc.
+out=$(LD_DEBUG=files run -N1 -n1 --lama-map=csbnh --lama-bind=1c true 2>&1)
+if grep -q "file=$plugin .*dynamically loaded" <<<"$out" && ! grep -qE 'file=[^ ]*(libhwloc|liblama_probe)' <<<"$out"; then
+  ok "srun loads the plugin without libhwloc or the hwloc helper"
+else not_ok "srun's libraries" "$(grep -E 'file=.*(lama|hwloc)' <<<"$out" | head -n 8)"; fi
+maps=$(run -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c bash -c 'cat /proc/$PPID/maps' 2>&1)
+if grep -q "$plugin" <<<"$maps" && ! grep -q liblama_probe <<<"$maps"; then
+  ok "a step served by the topology cache: slurmstepd has the plugin, not the hwloc helper"
+else not_ok "slurmstepd's libraries with the cache" "$(grep -E 'lama|hwloc' <<<"$maps" | awk '{print $NF}' | sort -u)"; fi
+mv /run/lama/topology-n1.json "$work/cache-n1.json"
+maps=$(run -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c bash -c 'cat /proc/$PPID/maps' 2>&1)
+mv "$work/cache-n1.json" /run/lama/topology-n1.json
+if grep -q "liblama_probe.so" <<<"$maps" && grep -q libhwloc <<<"$maps"; then
+  ok "a step without a cache: slurmstepd loads the hwloc helper, and libhwloc with it"
+else not_ok "slurmstepd's libraries without a cache" "$(grep -E 'lama|hwloc' <<<"$maps" | awk '{print $NF}' | sort -u)"; fi
 
 hosts=$work/hosts
 printf 'n2\nn1\nn1\nn3\nn2\n' > "$hosts"
