@@ -3,13 +3,16 @@
 # the same `srun true` step in four kinds, alternating within each round (the order rotates
 # from round to round):
 #   none      no plugin, no binding (--cpu-bind=none)
+#   noop      a SPANK plugin that does nothing (contrib/bench/noop_spank.c): what Slurm's SPANK
+#             machinery costs any plugin, the floor under lama's own cost
 #   taskmap   the lama plugin without options: TASK_MAP only (--cpu-bind=none)
 #   lama      lama places and binds: --lama-map=csbnh --lama-bind=1c (--cpu-bind=none)
 #   slurm     Slurm's own binding of the same shape: TaskPlugin=task/affinity, --cpu-bind=cores,
 #             no plugin
 # The cluster runs TaskPlugin=task/affinity for every kind, so that only the binding differs.
 # For each step shape it prints each kind's median wall time, and the median of the per-round
-# ratios against "none" (and lama against slurm) with a 95% confidence interval (distribution
+# ratios against "none" (taskmap also against noop, lama against slurm) with a 95% confidence
+# interval (distribution
 # free: order statistics of the ratios), then the plugin's own time per node from --lama-verbose.
 #
 # Usage: contrib/overhead.sh [ROUNDS]   (default 60; builds the release plugin; starts and stops
@@ -25,6 +28,8 @@ if [ -n "${LAMA_SLURM_PREFIX:-}" ]; then
 fi
 cargo build --release --quiet -p lama-spank -p lama-probe
 plugin=$PWD/target/release/liblama_spank.so
+noop=$PWD/target/release/noop_spank.so
+gcc -O2 -shared -fPIC -I"${SLURM_INCLUDE_DIR:-/usr/include}" contrib/bench/noop_spank.c -o "$noop"
 export LAMA_SANDBOX=/tmp/lama-overhead LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-46800}
 export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
 contrib/sandbox.sh stop >/dev/null 2>&1 || true
@@ -39,6 +44,7 @@ for n in 3 $((3 * cpus)); do
     step() {  # KIND: runs one step of that kind, prints "KIND microseconds"
       case $1 in
         none)    : > "$plug"; set -- none --cpu-bind=none ;;
+        noop)    echo "required '"$noop"'" > "$plug"; set -- noop --cpu-bind=none ;;
         taskmap) echo "required '"$plugin"'" > "$plug"; set -- taskmap --cpu-bind=none ;;
         lama)    echo "required '"$plugin"'" > "$plug"; set -- lama --cpu-bind=none --lama-map=csbnh --lama-bind=1c ;;
         slurm)   : > "$plug"; set -- slurm --cpu-bind=cores ;;
@@ -48,17 +54,17 @@ for n in 3 $((3 * cpus)); do
       srun -n'"$n"' "$@" true || echo "FAILED $kind"
       echo "$kind $(( ($(date +%s%N) - t) / 1000 ))"
     }
-    kinds=(none taskmap lama slurm)
+    kinds=(none noop taskmap lama slurm)
     for k in "${kinds[@]}"; do step "$k" >/dev/null; done   # warm up every path
     for i in $(seq 1 '"$rounds"'); do
-      for j in 0 1 2 3; do step "${kinds[(i + j) % 4]}"; done
+      for j in 0 1 2 3 4; do step "${kinds[(i + j) % 5]}"; done
     done
     echo "required '"$plugin"'" > "$plug"
     srun -n'"$n"' --cpu-bind=none --lama-map=csbnh --lama-bind=1c --lama-verbose true 2>&1 | grep -o "node placed in .*"
   ' > "$out" 2>&1
   if grep -q FAILED "$out"; then grep FAILED "$out" >&2; exit 1; fi
   awk -v n="$n" '
-    /^(none|taskmap|lama|slurm) [0-9]+$/ { k = $1; c[k]++; v[k, c[k]] = $2 / 1000 }
+    /^(none|noop|taskmap|lama|slurm) [0-9]+$/ { k = $1; c[k]++; v[k, c[k]] = $2 / 1000 }
     /node placed in/ { per[++np] = $0 }
     function sort(a, m,   i, j, t) { for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }
     function median(a, m) { return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
@@ -70,10 +76,12 @@ for n in 3 $((3 * cpus)); do
     }
     END {
       printf "srun -N3 -n%d true (ms per step; ratio: median of per-round ratios [95%% interval])\n", n
-      split("none taskmap lama slurm", ks, " ")
-      for (x = 1; x <= 4; x++) { k = ks[x]; m = c[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]; sort(a, m); med[k] = median(a, m) }
+      split("none noop taskmap lama slurm", ks, " ")
+      for (x = 1; x <= 5; x++) { k = ks[x]; m = c[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]; sort(a, m); med[k] = median(a, m) }
       printf "  %-52s %8.2f\n", "none: no plugin, no binding", med["none"]
+      printf "  %-52s %8.2f   vs none %s\n", "noop: a SPANK plugin that does nothing", med["noop"], ratio("noop", "none")
       printf "  %-52s %8.2f   vs none %s\n", "taskmap: plugin without options (TASK_MAP only)", med["taskmap"], ratio("taskmap", "none")
+      printf "  %-52s %8s   %s\n", "taskmap against noop", "", ratio("taskmap", "noop")
       printf "  %-52s %8.2f   vs none %s\n", "lama: --lama-map=csbnh --lama-bind=1c", med["lama"], ratio("lama", "none")
       printf "  %-52s %8.2f   vs none %s\n", "slurm: task/affinity --cpu-bind=cores", med["slurm"], ratio("slurm", "none")
       printf "  %-52s %8s   %s\n", "lama against slurm", "", ratio("lama", "slurm")

@@ -1,4 +1,4 @@
-//! Placement speed: one big real node, and a large homogeneous job.
+//! Placement speed: one big real node, and large homogeneous jobs up to 4M ranks.
 
 use std::path::PathBuf;
 
@@ -39,6 +39,18 @@ fn placement(c: &mut Criterion) {
     });
     let r = req("nsbch", "1h", None, 524_288);
     g.bench_function("524288 ranks nsbch 1h", |b| {
+        b.iter(|| plan(&nodes, &r).expect("plan"))
+    });
+    g.finish();
+
+    // The whole-job goal: 16,384 nodes of 256 PUs, a rank per PU (4M ranks). Memory per rank is
+    // measured by examples/plan_scale.rs.
+    let node = NodeTopology::from_synthetic("pack:2 l3:4 core:16 pu:2").expect("synthetic");
+    let nodes: Vec<&NodeTopology> = vec![&node; 16_384];
+    let mut g = c.benchmark_group("16384 nodes x 256 PUs");
+    g.sample_size(10);
+    let r = req("csbnh", "1h", None, 16_384 * 256);
+    g.bench_function("4194304 ranks csbnh 1h", |b| {
         b.iter(|| plan(&nodes, &r).expect("plan"))
     });
     g.finish();
