@@ -17,7 +17,8 @@
 #
 # Usage: contrib/overhead.sh [ROUNDS]   (default 60; builds the release plugin; starts and stops
 #   its own cluster in /tmp/lama-overhead; LAMA_SLURM_PREFIX=PREFIX measures a Slurm built by
-#   contrib/slurm-build.sh instead of Debian's)
+#   contrib/slurm-build.sh instead of Debian's; LAMA_OVERHEAD_PLUGIN=PATH measures that plugin
+#   build instead of this tree's, e.g. an older lama for a before/after table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-60}
@@ -27,7 +28,7 @@ if [ -n "${LAMA_SLURM_PREFIX:-}" ]; then
   export SLURM_INCLUDE_DIR=$LAMA_SLURM_PREFIX/include PATH=$LAMA_SLURM_PREFIX/bin:$LAMA_SLURM_PREFIX/sbin:$PATH
 fi
 cargo build --release --quiet -p lama-spank -p lama-probe
-plugin=$PWD/target/release/liblama_spank.so
+plugin=${LAMA_OVERHEAD_PLUGIN:-$PWD/target/release/liblama_spank.so}
 noop=$PWD/target/release/noop_spank.so
 gcc -O2 -shared -fPIC -I"${SLURM_INCLUDE_DIR:-/usr/include}" contrib/bench/noop_spank.c -o "$noop"
 export LAMA_SANDBOX=/tmp/lama-overhead LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-46800}

@@ -62,5 +62,5 @@ join -j1 <(awk '{ print $1 "/" $2, $3, $4 }' <<<"$flux_out" | sort) \
   awk '{ split($1, k, "/")
          if ($3 != $5) { bad = 1; printf "  %s %s: flux computed %.80s..., lama %.80s...\n", k[1], k[2], $3, $5 > "/dev/stderr" }
          r = ($2 > 0) ? $4 / $2 : 0
-         printf "%-8s %-8s %12.3f %12.3f %8.3f\n", k[1], k[2], $2, $4, r }
+         printf "%-8s %-8s %12.4f %12.4f %8.3f\n", k[1], k[2], $2, $4, r }
        END { exit bad }' || die "lama and flux-core disagree (above)"

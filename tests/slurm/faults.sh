@@ -84,6 +84,17 @@ refused "topology=FILE is a FIFO" "$work/fifo.xml: not a regular file" -N1 -n1 -
 plugstack "required $plugin"
 survived "after the topology=FILE faults"
 
+echo "# the hwloc helper missing beside the plugin"
+helper=$(dirname "$plugin")/liblama_probe.so
+mv "$helper" "$work/helper.so"
+binds_as_planned "no helper, caches present (hwloc not needed)"
+rm -f "$cache"
+refused "no helper and no cache on n1" "cannot use lama's hwloc helper $helper" -N1 -w n1 -n1 --lama-bind=1c
+mv "$work/helper.so" "$helper"
+binds_as_planned "helper back, still no cache on n1"
+cp "$work/good.json" "$cache"
+survived "after the missing helper"
+
 echo "# variables the user sets: never trusted over Slurm's items"
 # (Variables srun itself reads, such as SLURM_HOSTFILE and SLURM_CPU_BIND, are srun's to check.)
 got=$(SLURM_STEP_TASKS_PER_NODE='1(x99)' SLURM_STEP_NODELIST='bogus[' SLURM_DIST_PLANESIZE=x \
@@ -94,9 +105,10 @@ maps=$(grep -c "^map {\"version\":1,\"map\":\[\[0,3,$(nproc),1\]\]}" <<<"$got")
 if [ "$(grep -v '^map' <<<"$got" | sort -n)" = "$want" ] && [ "$maps" = "$n" ]; then
   ok "bogus SLURM_*, LAMA_CPUS and TASK_MAP in the user's environment: bindings and TASK_MAP as planned"
 else not_ok "user-set variables changed the step" "$got" "$(cat "$work/err")"; fi
-got=$(run -N1 -n1 --lama-bind=1c --lama-map=csbnh --export=NONE /bin/bash -c "$report" 2>&1)
+# (srun's own notes, such as a job queued while the last one ends, go to stderr, apart.)
+got=$(run -N1 -n1 --lama-bind=1c --lama-map=csbnh --export=NONE /bin/bash -c "$report" 2>"$work/err")
 if [ "$got" = "0 0 0" ]; then ok "--export=NONE: the step is still placed from Slurm's items"
-else not_ok "--export=NONE step" "$got"; fi
+else not_ok "--export=NONE step" "$got" "$(cat "$work/err")"; fi
 survived "after the user-set variables"
 
 echo "# sched_setaffinity refused (preloaded shim)"
