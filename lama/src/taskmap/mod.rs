@@ -172,12 +172,21 @@ impl TaskMap {
 
     /// The node of a task, or `None` when the task is beyond the map.
     pub fn node_of(&self, task: u64) -> Option<u64> {
-        let i = self.starts.partition_point(|&s| s <= task).checked_sub(1)?;
+        // Most maps are one block (block or cyclic layouts): no search then.
+        let i = match self.starts.len() {
+            1 => 0,
+            _ => self.starts.partition_point(|&s| s <= task).checked_sub(1)?,
+        };
         let (b, base) = (self.blocks[i], self.starts[i]);
-        if task - base >= b.tasks() {
+        let off = task - base;
+        if off >= b.tasks() {
             return None;
         }
-        let within = (task - base) % (b.nnodes * b.ppn);
+        let within = if b.repeat == 1 {
+            off
+        } else {
+            off % (b.nnodes * b.ppn)
+        };
         Some(b.nodeid + within / b.ppn)
     }
 
