@@ -233,7 +233,14 @@ impl Lama {
             .flatten()
             .and_then(|v| v.trim().parse::<u32>().ok());
         let mut cpus = cores_to_cpus(&topo, cores, threads).map_err(|e| e.to_string())?;
+        let given = format_list(&cpus);
         cpus.retain(|c| usable.binary_search(c).is_ok());
+        if cpus.is_empty() {
+            return Err(format!(
+                "none of the CPUs Slurm gave this step ({given}) may be used here: this slurmstepd may use only CPUs '{}' (offline CPUs, or a cpuset without them)",
+                format_list(&usable)
+            ));
+        }
         st.tasks = place_node(&topo, &cpus, req, ranks, st.verbose).map_err(|e| e.to_string())?;
         st.lap("placement");
         if let Some(t) = self

@@ -1,11 +1,15 @@
 /* Fault injection for the cluster tests: preloaded into slurmd (and so into every slurmstepd and
  * task it starts), sched_setaffinity fails with EPERM while the file named by
- * LAMA_FAULT_REFUSE_AFFINITY exists, as a kernel or security module refusing it would. */
+ * LAMA_FAULT_REFUSE_AFFINITY exists, as a kernel or security module refusing it would; and while
+ * the file named by LAMA_FAULT_SHOW_CPUS exists, sched_getaffinity reports only the CPU number
+ * written in it, or no CPU at all when it is empty (CPUs offline or taken away by a cpuset). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *mask)
@@ -19,5 +23,26 @@ int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *mask)
 	}
 	if (!real)
 		real = (int (*)(pid_t, size_t, const cpu_set_t *))dlsym(RTLD_NEXT, "sched_setaffinity");
+	return real ? real(pid, size, mask) : (errno = ENOSYS, -1);
+}
+
+int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *mask)
+{
+	static int (*real)(pid_t, size_t, cpu_set_t *);
+	const char *file = getenv("LAMA_FAULT_SHOW_CPUS");
+	FILE *f;
+
+	if (file && (f = fopen(file, "r"))) {
+		int cpu = -1;
+		if (fscanf(f, "%d", &cpu) != 1)
+			cpu = -1;
+		fclose(f);
+		memset(mask, 0, size);
+		if (cpu >= 0 && (size_t)cpu < 8 * size)
+			((unsigned char *)mask)[cpu / 8] |= 1 << (cpu % 8);
+		return 0;
+	}
+	if (!real)
+		real = (int (*)(pid_t, size_t, cpu_set_t *))dlsym(RTLD_NEXT, "sched_getaffinity");
 	return real ? real(pid, size, mask) : (errno = ENOSYS, -1);
 }

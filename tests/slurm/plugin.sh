@@ -95,10 +95,16 @@ cluster
 # libhwloc; a step the cache serves does not load the hwloc helper (the task's parent is its
 # slurmstepd, which may link libhwloc itself, as Debian's does); without a cache, slurmstepd
 # loads the helper beside the plugin, and the helper reads the machine with hwloc.
-out=$(LD_DEBUG=files run -N1 -n1 --lama-map=csbnh --lama-bind=1c true 2>&1)
-if grep -q "file=$plugin .*dynamically loaded" <<<"$out" && ! grep -qE 'file=[^ ]*(libhwloc|liblama_probe)' <<<"$out"; then
-  ok "srun loads the plugin without libhwloc or the hwloc helper"
-else not_ok "srun's libraries" "$(grep -E 'file=.*(lama|hwloc)' <<<"$out" | head -n 8)"; fi
+for cmd in srun salloc sbatch; do
+  case $cmd in
+    srun) out=$(LD_DEBUG=files run -N1 -n1 --lama-map=csbnh --lama-bind=1c true 2>&1) ;;
+    salloc) out=$(LD_DEBUG=files timeout 120 salloc -N1 --lama-map=csbnh --lama-bind=1c true 2>&1) ;;
+    sbatch) out=$(LD_DEBUG=files timeout 120 sbatch -N1 -o /dev/null --lama-map=csbnh --lama-bind=1c --wrap true 2>&1) ;;
+  esac
+  if grep -q "file=$plugin .*dynamically loaded" <<<"$out" && ! grep -qE 'file=[^ ]*(libhwloc|liblama_probe)' <<<"$out"; then
+    ok "$cmd loads the plugin without libhwloc or the hwloc helper"
+  else not_ok "$cmd's libraries" "$(grep -E 'file=.*(lama|hwloc)' <<<"$out" | head -n 8)"; fi
+done
 maps=$(run -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c bash -c 'cat /proc/$PPID/maps' 2>&1)
 if grep -q "$plugin" <<<"$maps" && ! grep -q liblama_probe <<<"$maps"; then
   ok "a step served by the topology cache: slurmstepd has the plugin, not the hwloc helper"
