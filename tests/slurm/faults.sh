@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Faults injected into the lama plugin on the real sandbox cluster: the topology cache missing,
 # damaged, another host's, a FIFO, or rewritten while steps start; topology=FILE corrupt or a
-# FIFO; SLURM_* and lama variables set by the user; sched_setaffinity refused (a preloaded shim,
-# tests/faults/refuse_affinity.c); SLURM_HOSTFILE swapped for a FIFO, a directory or a huge file
-# after srun has read it. For each: the step runs as documented (README "Faults and what
-# happens") or fails before any task starts with the reason in srun's output; slurmd survives and
-# the next step on the same nodes works.
+# FIFO; SLURM_* and lama variables set by the user; sched_setaffinity refused and
+# sched_getaffinity shrunk (a preloaded shim, tests/faults/refuse_affinity.c); Slurm's items
+# unreadable or malformed (tests/faults/fail_item.c); SLURM_HOSTFILE swapped for a FIFO, a
+# directory or a huge file after srun has read it. For each: the step runs as documented (README
+# "Faults and what happens") or fails before any task starts with the reason in srun's output;
+# slurmd survives and the next step on the same nodes works.
 # Usage: tests/slurm/faults.sh LAMA_BINARY PLUGIN_SO
 #   (LAMA_SANDBOX and LAMA_SANDBOX_PORT name the cluster this script restarts and leaves running)
 set -uo pipefail
@@ -138,6 +139,33 @@ refused "no CPU usable" "this slurmstepd may use only CPUs ''" -N1 -w n1 -n1 --l
 rm -f "$show"
 binds_as_planned "affinity allowed again"
 survived "after sched_setaffinity refusals"
+
+echo "# Slurm's items unreadable or malformed (preloaded shim on spank_get_item)"
+itemshim=$work/fail_item.so
+gcc -shared -fPIC -O2 -I"${LAMA_SLURM_PREFIX:-/usr}/include" -o "$itemshim" "$top/tests/faults/fail_item.c" -ldl
+fail=$work/fail_item
+cluster LAMA_SANDBOX_SLURMD_ENV="LD_PRELOAD=$itemshim LAMA_FAULT_FAIL_ITEM=$fail"
+echo 6 > "$fail"   # S_JOB_LOCAL_TASK_COUNT
+refused "S_JOB_LOCAL_TASK_COUNT unreadable, placement asked for" "cannot read the step's layout from Slurm" -N1 -n1 --lama-map=csbnh --lama-bind=1c
+out=$(TASK_MAP=user-set run -N1 -n1 bash -c 'echo "ran ${TASK_MAP:-unset}"' 2>&1)
+if grep -q '^ran unset$' <<<"$out" && grep -q "TASK_MAP not exported: cannot read the step's layout from Slurm" <<<"$out"; then
+  ok "S_JOB_LOCAL_TASK_COUNT unreadable, no lama option: the step runs, TASK_MAP unset, warning shown"
+else not_ok "S_JOB_LOCAL_TASK_COUNT unreadable, no lama option" "$out"; fi
+echo 27 > "$fail"   # S_STEP_ALLOC_CORES
+refused "S_STEP_ALLOC_CORES unreadable" "Slurm did not say which cores the step has" -N1 -n1 --lama-map=csbnh --lama-bind=1c
+echo "27 x-" > "$fail"
+refused "S_STEP_ALLOC_CORES malformed ('x-')" "Slurm's core list 'x-' cannot be read" -N1 -n1 --lama-map=csbnh --lama-bind=1c
+echo "27 0-4095" > "$fail"
+refused "S_STEP_ALLOC_CORES naming cores the node lacks" "Slurm gave the step core 2, but this node's topology has" -N1 -n1 --lama-map=csbnh --lama-bind=1c
+echo 7 > "$fail"   # S_JOB_TOTAL_TASK_COUNT: only TASK_MAP needs it
+got=$(run $step_args bash -c "$report; echo \"map \${TASK_MAP:-unset}\"" 2>"$work/err")
+if [ "$(grep -v '^map' <<<"$got" | sort -n)" = "$want" ] && [ "$(grep -c '^map unset$' <<<"$got")" = "$n" ] \
+   && grep -q "TASK_MAP not exported: cannot read the step's task count from Slurm" "$work/err"; then
+  ok "S_JOB_TOTAL_TASK_COUNT unreadable: tasks bound as planned, TASK_MAP unset, warning shown"
+else not_ok "S_JOB_TOTAL_TASK_COUNT unreadable" "$got" "$(cat "$work/err")"; fi
+rm -f "$fail"
+binds_as_planned "items readable again"
+survived "after the item faults"
 cluster
 
 echo "# SLURM_HOSTFILE replaced after srun read it"
