@@ -156,7 +156,7 @@ refused "S_STEP_ALLOC_CORES unreadable" "Slurm did not say which cores the step 
 echo "27 x-" > "$fail"
 refused "S_STEP_ALLOC_CORES malformed ('x-')" "Slurm's core list 'x-' cannot be read" -N1 -n1 --lama-map=csbnh --lama-bind=1c
 echo "27 0-4095" > "$fail"
-refused "S_STEP_ALLOC_CORES naming cores the node lacks" "Slurm gave the step core 2, but this node's topology has" -N1 -n1 --lama-map=csbnh --lama-bind=1c
+refused "S_STEP_ALLOC_CORES naming cores the node lacks" "but this node's topology has" -N1 -n1 --lama-map=csbnh --lama-bind=1c
 echo 7 > "$fail"   # S_JOB_TOTAL_TASK_COUNT: only TASK_MAP needs it
 got=$(run $step_args bash -c "$report; echo \"map \${TASK_MAP:-unset}\"" 2>"$work/err")
 if [ "$(grep -v '^map' <<<"$got" | sort -n)" = "$want" ] && [ "$(grep -c '^map unset$' <<<"$got")" = "$n" ] \
