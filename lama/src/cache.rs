@@ -129,6 +129,12 @@ fn cpus(list: &str, sorted: &[u32]) -> Result<Vec<u32>, String> {
     Ok(out)
 }
 
+/// Flag of the plugin's hwloc helper (`lama_probe`): read the node's devices too.
+pub const PROBE_DEVICES: u32 = 1;
+/// Flag of the plugin's hwloc helper: keep the CPUs the caller may not use (Slurm numbers cores
+/// over the whole node).
+pub const PROBE_WHOLE: u32 = 2;
+
 /// A node as the cache and the hwloc probe describe it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {

@@ -94,6 +94,21 @@ pub struct TaskBinding {
     pub picture: Option<String>,
 }
 
+/// The step's CPUs (from [`cores_to_cpus`]) that this process may use (`usable`, ascending:
+/// offline CPUs and CPUs outside its cpuset are not); an error naming both sets when none is left.
+pub fn usable_cpus(step: Vec<u32>, usable: &[u32]) -> Result<Vec<u32>, StepError> {
+    if !step.iter().any(|c| usable.binary_search(c).is_ok()) {
+        return Err(StepError::Cpus(format!(
+            "none of the CPUs Slurm gave this step ({}) may be used here: this slurmstepd may use only CPUs '{}' (offline CPUs, or a cpuset without them)",
+            format_list(&step),
+            format_list(usable)
+        )));
+    }
+    let mut step = step;
+    step.retain(|c| usable.binary_search(c).is_ok());
+    Ok(step)
+}
+
 /// Places one node's tasks on the step's CPUs of `node` (OS indexes; `ranks` are the global ids
 /// of the tasks Slurm put on this node). Tasks are placed in global rank order with the odometer
 /// for one node; the result is in ascending rank order, pictured on the whole node when

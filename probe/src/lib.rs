@@ -13,13 +13,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Once;
 
-use lama::cache::encode;
+use lama::cache::{encode, PROBE_DEVICES, PROBE_WHOLE};
 use lama::NodeTopology;
-
-/// Flag: read the node's devices too (places, NUMA distances, NICs and GPUs).
-pub const DEVICES: u32 = 1;
-/// Flag: keep the CPUs the caller may not use (Slurm numbers cores over the whole node).
-pub const WHOLE: u32 = 2;
 
 /// The lama release this helper belongs to, which the plugin compares with its own before it
 /// calls anything else.
@@ -32,7 +27,7 @@ pub extern "C" fn lama_probe_version() -> *const c_char {
 }
 
 /// Reads the node at the XML file `xml`, or this machine when `xml` is null, as asked by
-/// `flags` ([`DEVICES`], [`WHOLE`]). Returns 0 and stores the node's text in `*out`, or
+/// `flags` ([`PROBE_DEVICES`], [`PROBE_WHOLE`]). Returns 0 and stores the node's text in `*out`, or
 /// returns 1 and stores the reason; either way the string is the caller's, to give back to
 /// [`lama_probe_free`]. Returns -1, storing nothing, when `out` is null.
 ///
@@ -86,7 +81,7 @@ pub unsafe extern "C" fn lama_probe_free(s: *mut c_char) {
 }
 
 fn read(xml: Option<&Path>, flags: u32) -> Result<String, String> {
-    let (devices, whole) = (flags & DEVICES != 0, flags & WHOLE != 0);
+    let (devices, whole) = (flags & PROBE_DEVICES != 0, flags & PROBE_WHOLE != 0);
     let text = |e: lama::TopologyError| e.to_string();
     Ok(match (xml, devices) {
         (Some(path), true) => {

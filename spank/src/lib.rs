@@ -19,8 +19,8 @@ use lama::locality::{Locality, Weights};
 use lama::openmp::plan_threads;
 use lama::slurm_layout::StepEnv;
 use lama::slurm_step::{
-    check_step_map, check_task, cores_to_cpus, cpu_bind_env, node_devices, place_node, MapCheck,
-    Options, Settings, TaskBinding, OMP_VARIABLES, OPTIONS,
+    check_step_map, check_task, cores_to_cpus, cpu_bind_env, node_devices, place_node, usable_cpus,
+    MapCheck, Options, Settings, TaskBinding, OMP_VARIABLES, OPTIONS,
 };
 use lama::taskmap::{rfc34, TaskMap};
 use lama::NodeTopology;
@@ -237,15 +237,9 @@ impl Lama {
             .ok()
             .flatten()
             .and_then(|v| v.trim().parse::<u32>().ok());
-        let mut cpus = cores_to_cpus(&topo, cores, threads).map_err(|e| e.to_string())?;
-        let given = format_list(&cpus);
-        cpus.retain(|c| usable.binary_search(c).is_ok());
-        if cpus.is_empty() {
-            return Err(format!(
-                "none of the CPUs Slurm gave this step ({given}) may be used here: this slurmstepd may use only CPUs '{}' (offline CPUs, or a cpuset without them)",
-                format_list(&usable)
-            ));
-        }
+        let cpus = cores_to_cpus(&topo, cores, threads)
+            .and_then(|c| usable_cpus(c, &usable))
+            .map_err(|e| e.to_string())?;
         st.tasks = place_node(&topo, &cpus, req, ranks, st.verbose).map_err(|e| e.to_string())?;
         st.lap("placement");
         if let Some(t) = self

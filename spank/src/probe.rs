@@ -8,14 +8,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use lama::cache::{decode, Node};
+use lama::cache::{decode, Node, PROBE_DEVICES, PROBE_WHOLE};
 
 /// The helper's file name, in the plugin's folder.
 pub const FILE: &str = "liblama_probe.so";
-
-// The helper's flags (lama-probe's DEVICES and WHOLE).
-const DEVICES: u32 = 1;
-const WHOLE: u32 = 2;
 
 type ProbeFn = unsafe extern "C" fn(*const c_char, u32, *mut *mut c_char) -> c_int;
 type FreeFn = unsafe extern "C" fn(*mut c_char);
@@ -36,7 +32,8 @@ pub fn node(xml: Option<&Path>, devices: bool) -> Result<Node, String> {
         .map(|p| CString::new(p.as_os_str().as_bytes()))
         .transpose()
         .map_err(|_| "the topology file's path contains a NUL byte".to_string())?;
-    let flags = if devices { DEVICES } else { 0 } | if xml.is_none() { WHOLE } else { 0 };
+    let flags =
+        if devices { PROBE_DEVICES } else { 0 } | if xml.is_none() { PROBE_WHOLE } else { 0 };
     let mut out: *mut c_char = std::ptr::null_mut();
     // SAFETY: the helper's version matched ours (checked in `load`), so `probe` has this
     // signature; `path` is null or a live C string, `out` a live pointer slot.

@@ -202,8 +202,7 @@ impl TaskMap {
     /// The tasks of a node as ascending inclusive ranges (an idset).
     pub fn tasks_on(&self, node: u64) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();
-        let mut base = 0;
-        for b in &self.blocks {
+        for (b, &base) in self.blocks.iter().zip(&self.starts) {
             if b.nodeid <= node && node < b.nodeid + b.nnodes {
                 let stride = b.nnodes * b.ppn;
                 let off = (node - b.nodeid) * b.ppn;
@@ -212,7 +211,6 @@ impl TaskMap {
                     push_range(&mut out, lo, lo + b.ppn - 1);
                 }
             }
-            base += b.tasks();
         }
         out.sort_unstable();
         let mut merged: Vec<(u64, u64)> = Vec::with_capacity(out.len());
