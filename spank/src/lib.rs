@@ -13,7 +13,6 @@ use std::error::Error;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use lama::cache;
 use lama::idset::format_list;
 use lama::locality::{Locality, Weights};
 use lama::openmp::plan_threads;
@@ -23,10 +22,10 @@ use lama::slurm_step::{
     MapCheck, Options, Settings, TaskBinding, OMP_VARIABLES, OPTIONS,
 };
 use lama::taskmap::{rfc34, TaskMap};
-use lama::NodeTopology;
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle, SpankOption, SPANK_PLUGIN};
 
 mod affinity;
+mod node;
 mod probe;
 
 include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
@@ -225,7 +224,7 @@ impl Lama {
     ) -> std::result::Result<(), String> {
         let counts = self.settings.devices(&self.user).map_err(|e| e.to_string());
         let want_devices = matches!(counts, Ok(c) if c != (0, 0));
-        let (topo, usable, loc, source) = self.node(&st.host, want_devices)?;
+        let (topo, usable, loc, source) = node::find(&self.settings, &st.host, want_devices)?;
         st.lap(source);
         let cores = spank
             .step_alloc_cores()
@@ -307,85 +306,6 @@ impl Devices {
     }
 }
 
-/// A node's topology, the CPUs this slurmstepd may use, its devices when asked for, and where
-/// they came from.
-type NodeFound = (NodeTopology, Vec<u32>, Option<Locality>, &'static str);
-
-impl Lama {
-    fn cache_file(&self, host: &str) -> Option<std::path::PathBuf> {
-        let dir = self.settings.cache.as_ref()?;
-        Some(dir.join(format!("topology-{host}.json")))
-    }
-
-    /// The node's topology, the CPUs this slurmstepd may use and, when `devices`, the node's
-    /// devices: `topology=FILE`, else slurmd's cache of the whole machine (no hwloc at all), else
-    /// a probe of the machine.
-    fn node(&self, host: &str, devices: bool) -> std::result::Result<NodeFound, String> {
-        if let Some(path) = &self.settings.topology {
-            let n = probe::node(Some(path), devices)?;
-            let all = n.topology.cpus();
-            return Ok((
-                n.topology,
-                all,
-                n.locality,
-                "topology from its file (hwloc)",
-            ));
-        }
-        // A missing cache is normal (slurmd not restarted since lama was installed); anything else
-        // found there is read, and reported when it cannot be used.
-        if let Some(file) = self
-            .cache_file(host)
-            .filter(|f| f.symlink_metadata().is_ok())
-        {
-            let read = cache::read(&file, devices)
-                .map_err(|e| e.to_string())
-                .and_then(|n| {
-                    let allowed = affinity::allowed()?;
-                    cache::check_fresh(&n.topology, host, &allowed)
-                        .map(|_| (n.topology, allowed, n.locality, "topology from the cache"))
-                });
-            match read {
-                Ok(found) => return Ok(found),
-                Err(e) => spank_log(
-                    LogLevel::Error,
-                    &format!("lama: {e}; probing the machine instead"),
-                ),
-            }
-        }
-        let n = probe::node(None, devices)?;
-        let allowed = n
-            .allowed
-            .ok_or("lama's hwloc helper did not say which CPUs the step may use")?;
-        Ok((n.topology, allowed, n.locality, "topology probed (hwloc)"))
-    }
-
-    /// In slurmd at start-up (as root): save the machine's topology for the steps to load.
-    fn write_cache(&self) {
-        let Some(file) = self.cache_file(&affinity::hostname()) else {
-            return;
-        };
-        let made = match file.parent() {
-            Some(dir) => std::fs::create_dir_all(dir).map_err(|e| e.to_string()),
-            None => Ok(()),
-        };
-        let saved = made.and_then(|_| {
-            let n = probe::node(None, true)?;
-            let loc = n.locality.ok_or("lama's hwloc helper read no devices")?;
-            cache::write(&file, &n.topology.with_name(&affinity::hostname()), &loc)
-                .map_err(|e| e.to_string())
-        });
-        if let Err(e) = saved {
-            spank_log(
-                LogLevel::Error,
-                &format!(
-                    "lama: cannot cache the topology in {}: {e}; steps will probe the machine",
-                    file.display()
-                ),
-            );
-        }
-    }
-}
-
 /// This node's id and the global ids of its tasks, from Slurm's items.
 fn node_ranks(spank: &SpankHandle) -> std::result::Result<(u32, Vec<u32>), String> {
     let item =
@@ -426,7 +346,7 @@ unsafe impl Plugin for Lama {
             .map_err(|e| fail(&format!("plugstack.conf arguments: {e}")))?;
         self.settings = Settings::parse(&args).map_err(|e| fail(&e.to_string()))?;
         if ctx == Context::Slurmd && self.settings.topology.is_none() {
-            self.write_cache();
+            node::write_cache(&self.settings);
         }
         Ok(())
     }

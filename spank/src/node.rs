@@ -1,0 +1,86 @@
+//! Where a node's topology comes from: `topology=FILE`, slurmd's cache, or a probe of the
+//! machine through the hwloc helper; and slurmd writing that cache at start.
+
+use std::path::PathBuf;
+
+use lama::cache;
+use lama::locality::Locality;
+use lama::slurm_step::Settings;
+use lama::NodeTopology;
+use slurm_spank::{spank_log, LogLevel};
+
+use crate::{affinity, probe};
+
+/// A node's topology, the CPUs this slurmstepd may use, its devices when asked for, and where
+/// they came from.
+pub type NodeFound = (NodeTopology, Vec<u32>, Option<Locality>, &'static str);
+
+fn cache_file(settings: &Settings, host: &str) -> Option<PathBuf> {
+    let dir = settings.cache.as_ref()?;
+    Some(dir.join(format!("topology-{host}.json")))
+}
+
+/// The node's topology, the CPUs this slurmstepd may use and, when `devices`, the node's
+/// devices: `topology=FILE`, else slurmd's cache of the whole machine (no hwloc at all), else
+/// a probe of the machine.
+pub fn find(settings: &Settings, host: &str, devices: bool) -> Result<NodeFound, String> {
+    if let Some(path) = &settings.topology {
+        let n = probe::node(Some(path), devices)?;
+        let all = n.topology.cpus();
+        return Ok((
+            n.topology,
+            all,
+            n.locality,
+            "topology from its file (hwloc)",
+        ));
+    }
+    // A missing cache is normal (slurmd not restarted since lama was installed); anything else
+    // found there is read, and reported when it cannot be used.
+    if let Some(file) = cache_file(settings, host).filter(|f| f.symlink_metadata().is_ok()) {
+        let read = cache::read(&file, devices)
+            .map_err(|e| e.to_string())
+            .and_then(|n| {
+                let allowed = affinity::allowed()?;
+                cache::check_fresh(&n.topology, host, &allowed)
+                    .map(|_| (n.topology, allowed, n.locality, "topology from the cache"))
+            });
+        match read {
+            Ok(found) => return Ok(found),
+            Err(e) => spank_log(
+                LogLevel::Error,
+                &format!("lama: {e}; probing the machine instead"),
+            ),
+        }
+    }
+    let n = probe::node(None, devices)?;
+    let allowed = n
+        .allowed
+        .ok_or("lama's hwloc helper did not say which CPUs the step may use")?;
+    Ok((n.topology, allowed, n.locality, "topology probed (hwloc)"))
+}
+
+/// In slurmd at start-up (as root): save the machine's topology for the steps to load.
+pub fn write_cache(settings: &Settings) {
+    let host = affinity::hostname();
+    let Some(file) = cache_file(settings, &host) else {
+        return;
+    };
+    let made = match file.parent() {
+        Some(dir) => std::fs::create_dir_all(dir).map_err(|e| e.to_string()),
+        None => Ok(()),
+    };
+    let saved = made.and_then(|_| {
+        let n = probe::node(None, true)?;
+        let loc = n.locality.ok_or("lama's hwloc helper read no devices")?;
+        cache::write(&file, &n.topology.with_name(&host), &loc).map_err(|e| e.to_string())
+    });
+    if let Err(e) = saved {
+        spank_log(
+            LogLevel::Error,
+            &format!(
+                "lama: cannot cache the topology in {}: {e}; steps will probe the machine",
+                file.display()
+            ),
+        );
+    }
+}
