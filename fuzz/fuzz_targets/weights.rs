@@ -27,7 +27,7 @@ fuzz_target!(|text: &str| {
         if let Ok(w) = Weights::parse(text, loc) {
             for d in 0..loc.devices().len() {
                 if let Some(edges) = w.edges(d) {
-                    assert!(edges.iter().all(|&(p, _)| p < loc.places().len()));
+                    assert!(edges.iter().all(|&(p, _)| p < loc.place_count()));
                 }
             }
         }

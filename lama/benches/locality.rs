@@ -19,12 +19,26 @@ fn locality(c: &mut Criterion) {
         b.iter(|| Locality::from_xml_file(black_box(&uv)).expect("load"))
     });
     let loc = Locality::from_xml_file(&uv).expect("load");
-    let tasks: Vec<Vec<u32>> = loc.places()[0].cpus.iter().map(|&c| vec![c]).collect();
+    let tasks: Vec<Vec<u32>> = loc
+        .places()
+        .next()
+        .map(|p| p.cpus)
+        .unwrap_or_default()
+        .iter()
+        .map(|&c| vec![c])
+        .collect();
     c.bench_function("UV 384 tasks, 1 NIC each", |b| {
         b.iter(|| choose(&loc, black_box(&tasks), 1, 0, None, None).expect("choose"))
     });
     let dgx = Locality::from_xml_file(&path("nvidiaDGX2.xml")).expect("load");
-    let tasks: Vec<Vec<u32>> = dgx.places()[0].cpus.iter().map(|&c| vec![c]).collect();
+    let tasks: Vec<Vec<u32>> = dgx
+        .places()
+        .next()
+        .map(|p| p.cpus)
+        .unwrap_or_default()
+        .iter()
+        .map(|&c| vec![c])
+        .collect();
     c.bench_function("DGX-2 4 tasks, 4 GPUs each", |b| {
         b.iter(|| choose(&dgx, black_box(&tasks), 0, 4, None, None).expect("choose"))
     });

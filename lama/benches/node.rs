@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use lama::cache;
 use lama::slurm_layout::StepEnv;
-use lama::slurm_step::{cores_to_cpus, place_node};
+use lama::slurm_step::{cores_to_cpus, node_devices, place_node};
 use lama::spec::{Expert, Request};
 use lama::NodeTopology;
 
@@ -70,6 +70,29 @@ fn node(c: &mut Criterion) {
             })
         },
     );
+    // With a NIC per task: what `user_init` does when the step asks for `--lama-nics=1`; then
+    // the choice alone, which a GPU step's every `task_init` makes again with the GPUs Slurm
+    // wrote into that task's environment.
+    c.bench_function(
+        "UV per node with NICs: cache and devices, place 192 tasks, a NIC each",
+        |b| {
+            b.iter(|| {
+                let n = cache::read(black_box(&file), true).expect("read");
+                cache::check_fresh(&n.topology, "n1", &all).expect("fresh");
+                let cpus = cores_to_cpus(&n.topology, "0-191", None).expect("cores");
+                let tasks = place_node(&n.topology, &cpus, &req, &ranks, false).expect("place");
+                let loc = n.locality.expect("devices");
+                node_devices(&loc, &tasks, (1, 0), None, |_| None).expect("nics")
+            })
+        },
+    );
+    let n = cache::read(&file, true).expect("read");
+    let cpus = cores_to_cpus(&n.topology, "0-191", None).expect("cores");
+    let tasks = place_node(&n.topology, &cpus, &req, &ranks, false).expect("place");
+    let loc = n.locality.expect("devices");
+    c.bench_function("UV choosing a NIC for each of 192 placed tasks", |b| {
+        b.iter(|| node_devices(&loc, black_box(&tasks), (1, 0), None, |_| None).expect("nics"))
+    });
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -4,9 +4,10 @@
 //! (it opens every plugin it has: OpenCL, PCI, GL, libxml), and each step is a new process.
 //!
 //! The text is two lines of compact JSON: the topology, then the devices (places, NUMA nodes,
-//! distances, NICs and GPUs). A step that uses no devices reads the first line only: on a 384-PU
-//! machine that is about a tenth of the work. The plugin's hwloc helper answers in the same
-//! text ([`encode`], [`decode`]).
+//! distances, NICs and GPUs). A step that uses no devices reads the first line only. Both lines
+//! describe alike objects as runs over the machine's PUs in logical order, so a 384-PU machine
+//! with 1,200 places is a few dozen numbers and a step reads it in microseconds. The plugin's
+//! hwloc helper answers in the same text ([`encode`], [`decode`]).
 //!
 //! The file is written atomically (a temporary file renamed over it). A file that cannot be
 //! read, is of another format, or does not describe a sane machine is an error, never a panic;
@@ -20,14 +21,20 @@ use thiserror::Error;
 
 use crate::idset::format_list;
 use crate::level::Level;
-use crate::locality::{Device, Locality, Numa, Place};
+use crate::locality::{Device, Locality, Numa, PlaceTable};
 use crate::topology::{NodeTopology, Span};
 
 /// The file format; a file of another format is not read.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 /// Highest CPU number a cache may name (hwloc's own limit is far below).
 const MAX_CPU: u32 = 1 << 20;
+
+/// Most places a PU may be in (its depth in the tree); real machines have about ten.
+const MAX_DEPTH: u64 = 32;
+
+/// Most NUMA nodes a cache may list (Linux's default limit on x86-64 is 1,024).
+const MAX_NUMA: usize = 1024;
 
 /// A cache that cannot be written or used.
 #[derive(Debug, Error)]
@@ -50,8 +57,8 @@ pub enum CacheError {
     },
 }
 
-// Both lines are compact, because steps parse them: a level's spans as runs, CPU sets as
-// cpulists (a 384-PU machine's topology is 1.6 kB, its devices 27 kB).
+// Both lines are compact, because steps parse them: a level's spans and the places as runs, CPU
+// sets as cpulists (a 384-PU machine's topology is 1.6 kB, its devices 3 kB).
 #[derive(Serialize, Deserialize)]
 struct File {
     lama_node_cache: u32,
@@ -67,8 +74,13 @@ struct File {
 
 #[derive(Serialize, Deserialize)]
 struct Devices {
-    /// `[parent, kind, index, cpulist]` per place.
-    places: Vec<(Option<usize>, String, usize, String)>,
+    /// The places' kind names.
+    kinds: Vec<String>,
+    /// The places as runs `[kind, index, parent, per_parent, start, width, count]`: `count`
+    /// places of kind `kinds[kind]`, the k-th with hwloc index `index + k`, parent place
+    /// `parent - 1 + k / per_parent` (`parent` 0: none), and the PUs at positions
+    /// `start + k × width` to `start + (k + 1) × width` of the first line's `pus`.
+    places: Vec<[u32; 7]>,
     /// `[os_index, cpulist]` per NUMA node.
     numa: Vec<(u32, String)>,
     latency: Option<Vec<Vec<u64>>>,
@@ -146,14 +158,127 @@ pub struct Node {
     pub allowed: Option<Vec<u32>>,
 }
 
-/// The text of a node: what [`write`] saves, and what the plugin's hwloc probe returns.
-pub fn encode(node: &NodeTopology, loc: Option<&Locality>, allowed: Option<&[u32]>) -> String {
-    let devices = loc.map(|loc| Devices {
-        places: loc
-            .places()
+/// One run of alike places being encoded; `per_parent` is `None` while every place so far has
+/// the first one's parent.
+struct Run {
+    kind: u32,
+    index: u32,
+    parent: u32,
+    per_parent: Option<u32>,
+    start: u32,
+    width: u32,
+    count: u32,
+}
+
+impl Run {
+    /// Adds the next place when it continues the run.
+    fn extend(&mut self, kind: u32, index: u32, parent: u32, (start, width): (u32, u32)) -> bool {
+        let k = u64::from(self.count);
+        let fits = kind == self.kind
+            && u64::from(index) == u64::from(self.index) + k
+            && width == self.width
+            && u64::from(start) == u64::from(self.start) + k * u64::from(width);
+        let parent_fits = match (self.parent, self.per_parent) {
+            (0, _) => parent == 0,
+            (p, None) if parent == p => true,
+            (p, None) if u64::from(parent) == u64::from(p) + 1 => {
+                self.per_parent = Some(self.count);
+                true
+            }
+            (_, None) => false,
+            (p, Some(pp)) => u64::from(parent) == u64::from(p) + k / u64::from(pp),
+        };
+        if fits && parent_fits {
+            self.count += 1;
+        }
+        fits && parent_fits
+    }
+
+    fn done(self) -> [u32; 7] {
+        let pp = self.per_parent.unwrap_or(self.count);
+        [
+            self.kind,
+            self.index,
+            self.parent,
+            pp,
+            self.start,
+            self.width,
+            self.count,
+        ]
+    }
+}
+
+/// The places of `loc` as runs over `pus` (the machine's PUs in logical order), with their kind
+/// names; every place must hold consecutive PUs of that order, as hwloc's objects do.
+fn place_runs(loc: &Locality, pus: &[u32]) -> Result<(Vec<String>, Vec<[u32; 7]>), String> {
+    let max = pus.iter().max().map_or(0, |&m| m as usize + 1);
+    let mut pos = vec![u32::MAX; max];
+    for (i, &c) in pus.iter().enumerate() {
+        pos[c as usize] = i as u32;
+    }
+    let mut kinds: Vec<String> = Vec::new();
+    let mut out: Vec<[u32; 7]> = Vec::new();
+    let mut run: Option<Run> = None;
+    for (i, p) in loc.places().enumerate() {
+        let at: Vec<u32> = p
+            .cpus
             .iter()
-            .map(|p| (p.parent, p.kind.clone(), p.index, format_list(&p.cpus)))
-            .collect(),
+            .map(|&c| pos.get(c as usize).copied().unwrap_or(u32::MAX))
+            .collect();
+        let (lo, hi) = (at.iter().min(), at.iter().max());
+        let span = match (lo, hi) {
+            (Some(&lo), Some(&hi)) if hi != u32::MAX && (hi - lo) as usize + 1 == at.len() => {
+                (lo, hi - lo + 1)
+            }
+            _ => {
+                return Err(format!(
+                    "place {i} ({} {}) does not hold consecutive PUs of the machine",
+                    p.kind, p.index
+                ))
+            }
+        };
+        let kind = match kinds.iter().position(|k| k == p.kind) {
+            Some(k) => k as u32,
+            None => {
+                kinds.push(p.kind.to_string());
+                (kinds.len() - 1) as u32
+            }
+        };
+        let parent = p.parent.map_or(0, |q| q as u32 + 1);
+        let index = p.index as u32;
+        if !run
+            .as_mut()
+            .is_some_and(|r| r.extend(kind, index, parent, span))
+        {
+            out.extend(run.take().map(|r| r.done()));
+            run = Some(Run {
+                kind,
+                index,
+                parent,
+                per_parent: None,
+                start: span.0,
+                width: span.1,
+                count: 1,
+            });
+        }
+    }
+    out.extend(run.map(|r| r.done()));
+    Ok((kinds, out))
+}
+
+/// The text of a node: what [`write`] saves, and what the plugin's hwloc probe returns. Fails
+/// when a place of `loc` does not hold consecutive PUs of the machine (hwloc's never do).
+pub fn encode(
+    node: &NodeTopology,
+    loc: Option<&Locality>,
+    allowed: Option<&[u32]>,
+) -> Result<String, String> {
+    let devices = loc
+        .map(|loc| place_runs(loc, node.pus()).map(|(kinds, places)| (loc, kinds, places)))
+        .transpose()?;
+    let devices = devices.map(|(loc, kinds, places)| Devices {
+        kinds,
+        places,
         numa: loc
             .numa()
             .iter()
@@ -175,7 +300,68 @@ pub fn encode(node: &NodeTopology, loc: Option<&Locality>, allowed: Option<&[u32
         text.push('\n');
         text.push_str(&serde_json::to_string(&d).unwrap_or_default());
     }
-    text
+    Ok(text)
+}
+
+/// The places of a devices line, checked: each inside the machine's PUs and inside its parent,
+/// parents before children, and each PU in at most [`MAX_DEPTH`] places (hwloc's trees are
+/// far shallower), which bounds the memory a damaged file can ask for by its number of PUs.
+fn decode_places(d: &Devices, pus: &[u32]) -> Result<PlaceTable, String> {
+    let n = pus.len() as u64;
+    let total: u64 = d.places.iter().map(|r| u64::from(r[6])).sum();
+    let held: u64 = d
+        .places
+        .iter()
+        .map(|r| u64::from(r[5]) * u64::from(r[6]))
+        .sum();
+    if total == 0 || held > MAX_DEPTH * n || d.kinds.len() > usize::from(u16::MAX) {
+        return Err("no places, or far more than the machine's PUs allow".into());
+    }
+    let mut t = PlaceTable {
+        kinds: d.kinds.clone(),
+        ..PlaceTable::default()
+    };
+    // Each place's PUs as positions in `pus`, to check it lies inside its parent.
+    let mut spans: Vec<(u64, u64)> = Vec::with_capacity(total as usize);
+    for &[kind, index, parent, per_parent, start, width, count] in &d.places {
+        if kind as usize >= d.kinds.len() || width == 0 || per_parent == 0 {
+            return Err("a run of places with an unknown kind, or empty".into());
+        }
+        for k in 0..u64::from(count) {
+            let i = spans.len();
+            let a = u64::from(start) + k * u64::from(width);
+            let b = a + u64::from(width);
+            let up = (parent > 0).then(|| u64::from(parent) - 1 + k / u64::from(per_parent));
+            let inside = match up {
+                Some(q) => {
+                    q < i as u64 && {
+                        let (pa, pb) = spans[q as usize];
+                        pa <= a && b <= pb
+                    }
+                }
+                None => true,
+            };
+            if b > n || !inside {
+                return Err(format!(
+                    "place {i} lies outside the machine or outside its parent"
+                ));
+            }
+            spans.push((a, b));
+            let from = t.pool.len();
+            let seg = &pus[a as usize..b as usize];
+            t.pool.extend_from_slice(seg);
+            if !seg.is_sorted() {
+                t.pool[from..].sort_unstable();
+            }
+            t.push(
+                up.map(|q| q as usize),
+                kind as u16,
+                index as usize + k as usize,
+                from,
+            );
+        }
+    }
+    Ok(t)
 }
 
 /// Reads the text of a node (from [`encode`]), checking that it describes a sane machine;
@@ -226,19 +412,10 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
         None => None,
         Some(raw) => {
             let d: Devices = serde_json::from_str(raw).map_err(|e| invalid(e.to_string()))?;
-            let places: Vec<Place> = d
-                .places
-                .into_iter()
-                .map(|(parent, kind, index, list)| {
-                    Ok(Place {
-                        parent,
-                        kind,
-                        index,
-                        cpus: cpus(&list, &sorted)?,
-                    })
-                })
-                .collect::<Result<_, String>>()
-                .map_err(|e| invalid(format!("places: {e}")))?;
+            let places = decode_places(&d, &f.pus).map_err(|e| invalid(format!("places: {e}")))?;
+            if d.numa.len() > MAX_NUMA {
+                return Err(invalid(format!("more than {MAX_NUMA} NUMA nodes")));
+            }
             let numa: Vec<Numa> = d
                 .numa
                 .into_iter()
@@ -250,19 +427,12 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
                 })
                 .collect::<Result<_, String>>()
                 .map_err(|e| invalid(format!("NUMA nodes: {e}")))?;
-            let parents_ok = places
-                .iter()
-                .enumerate()
-                .all(|(i, pl)| pl.parent.is_none_or(|q| q < i));
-            if places.is_empty() || !parents_ok {
-                return Err(invalid("places do not form a tree".into()));
-            }
-            if d.devices.iter().any(|dev| dev.place >= places.len()) {
+            if d.devices.iter().any(|dev| dev.place >= places.parent.len()) {
                 return Err(invalid(
                     "a device hangs off a place that does not exist".into(),
                 ));
             }
-            Some(Locality::new(places, numa, d.latency, d.devices))
+            Some(Locality::from_table(places, numa, d.latency, d.devices))
         }
     };
     Ok(Node {
@@ -279,7 +449,7 @@ pub fn write(path: &Path, node: &NodeTopology, loc: &Locality) -> Result<(), Cac
         path: path.display().to_string(),
         reason,
     };
-    let text = encode(node, Some(loc), None);
+    let text = encode(node, Some(loc), None).map_err(io)?;
     let dir = path
         .parent()
         .ok_or_else(|| io("no parent directory".into()))?;

@@ -23,12 +23,14 @@ fn scratch(name: &str) -> PathBuf {
 
 #[test]
 fn machines_with_devices_come_back_unchanged() {
-    for name in [
-        "192em64t-12gr2n8c2t.xml",
-        "32em64t-2n8c2t-pci-normalio.xml",
-        "power8gpudistances.xml",
-        "nvidiaDGX2.xml",
-    ] {
+    let mut names: Vec<String> = std::fs::read_dir(xml(""))
+        .expect("topologies")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".xml"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 18, "every real machine: {names:?}");
+    for name in names.iter().map(String::as_str) {
         let (node, loc) = NodeTopology::from_xml_file_with_devices(&xml(name), true).expect("xml");
         let dir = scratch(&name.replace('.', "-"));
         let file = dir.join("topology-n1.json");
@@ -70,7 +72,43 @@ fn damaged_caches_are_errors() {
         ("not JSON", "<topology/>".to_string()),
         (
             "another format",
-            text.replacen("\"lama_node_cache\":2", "\"lama_node_cache\":1", 1),
+            text.replacen(
+                &format!("\"lama_node_cache\":{}", lama::cache::FORMAT),
+                &format!("\"lama_node_cache\":{}", lama::cache::FORMAT - 1),
+                1,
+            ),
+        ),
+        (
+            "a place of an unknown kind",
+            text.replacen("\"places\":[[0,", "\"places\":[[99,", 1),
+        ),
+        (
+            "places beyond the machine's PUs",
+            text.replacen("\"places\":[[0,0,0,1,0,", "\"places\":[[0,0,0,1,5,", 1),
+        ),
+        (
+            "billions of places in one run",
+            text.replacen(
+                "\"places\":[[0,0,0,1,0,32,1]",
+                "\"places\":[[0,0,0,1,0,32,4000000000]",
+                1,
+            ),
+        ),
+        (
+            "a place outside its parent",
+            text.replacen(
+                "\"places\":[[0,0,0,1,0,32,1]",
+                "\"places\":[[0,0,0,1,0,16,1]",
+                1,
+            ),
+        ),
+        (
+            "a place before its parent",
+            text.replacen(
+                "\"places\":[[0,0,0,1,0,32,1],[",
+                "\"places\":[[0,0,0,1,0,32,1],[0,0,9,1,0,1,1],[",
+                1,
+            ),
         ),
         (
             "a huge CPU number",

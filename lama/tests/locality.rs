@@ -439,7 +439,7 @@ proptest! {
     #[test]
     fn even_spreading(loc in machine(), picks in proptest::collection::vec(any::<prop::sample::Index>(), 1..7), per_task in 1..3usize) {
         // Each task is bound to a random place: the machine, a package, a core or a PU.
-        let tasks: Vec<Vec<u32>> = picks.iter().map(|i| loc.places()[i.index(loc.places().len())].cpus.clone()).collect();
+        let tasks: Vec<Vec<u32>> = picks.iter().map(|i| loc.places().nth(i.index(loc.place_count())).map(|p| p.cpus.to_vec()).unwrap_or_default()).collect();
         let ndev = loc.devices().len();
         prop_assume!(per_task <= ndev);
         let dist: Vec<Vec<u64>> = tasks.iter().map(|t| loc.distances(t, None)).collect();

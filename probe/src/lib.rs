@@ -83,7 +83,7 @@ pub unsafe extern "C" fn lama_probe_free(s: *mut c_char) {
 fn read(xml: Option<&Path>, flags: u32) -> Result<String, String> {
     let (devices, whole) = (flags & PROBE_DEVICES != 0, flags & PROBE_WHOLE != 0);
     let text = |e: lama::TopologyError| e.to_string();
-    Ok(match (xml, devices) {
+    match (xml, devices) {
         (Some(path), true) => {
             let (t, loc) = NodeTopology::from_xml_file_with_devices(path, whole).map_err(text)?;
             encode(&t, Some(&loc), None)
@@ -106,5 +106,5 @@ fn read(xml: Option<&Path>, flags: u32) -> Result<String, String> {
             let allowed = t.cpus();
             encode(&t, None, Some(&allowed))
         }
-    })
+    }
 }

@@ -69,6 +69,9 @@ struct Devices {
     weights: Option<Weights>,
     /// NICs and GPUs per task.
     counts: (usize, usize),
+    /// Per placed task, its device variables as `user_init` chose them, when they cannot depend
+    /// on the task's environment (no GPUs asked for): tasks then need not choose again.
+    chosen: Option<Vec<Vec<(String, String)>>>,
 }
 
 /// What `user_init` decided for this node, used by every task.
@@ -272,12 +275,13 @@ impl Lama {
             };
             // Checked here with this node's own devices, so that a node without enough of them
             // fails the step before any task starts; each task chooses again with its GPUs.
-            node_devices(&loc, &st.tasks, counts, weights.as_ref(), |_| None)
+            let chosen = node_devices(&loc, &st.tasks, counts, weights.as_ref(), |_| None)
                 .map_err(|e| e.to_string())?;
             st.devices = Some(Devices {
                 loc,
                 weights,
                 counts,
+                chosen: (counts.1 == 0).then_some(chosen),
             });
             st.lap("devices");
         }
@@ -294,6 +298,9 @@ impl Devices {
         tasks: &[TaskBinding],
         i: usize,
     ) -> std::result::Result<Vec<(String, String)>, String> {
+        if let Some(all) = &self.chosen {
+            return Ok(all.get(i).cloned().unwrap_or_default());
+        }
         let mut all = node_devices(&self.loc, tasks, self.counts, self.weights.as_ref(), |k| {
             spank.getenv(k).ok().flatten()
         })

@@ -51,7 +51,11 @@ pub(super) fn drawings<'a>(
                                 .devices()
                                 .iter()
                                 .find(|d| &d.name == name)
-                                .map(|d| loc.places()[d.place].cpus.clone())
+                                .map(|d| {
+                                    loc.place(d.place)
+                                        .map(|p| p.cpus.to_vec())
+                                        .unwrap_or_default()
+                                })
                                 .unwrap_or_default();
                             used.push((name.clone(), cpus, vec![r]));
                         }

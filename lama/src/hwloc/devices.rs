@@ -1,6 +1,6 @@
 //! Reading a node's places, NUMA latencies and devices from hwloc (the only hwloc code here).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 
 use hwlocality::object::attributes::ObjectAttributes;
@@ -111,10 +111,12 @@ impl Locality {
 
     /// Reads places, NUMA nodes, the `NUMALatency` matrix and devices from a loaded topology.
     pub fn from_hwloc(topo: &Topology) -> Locality {
+        // Breadth first: each depth's places in logical order, after their parents. The node
+        // cache describes such a list as a few runs of alike places.
         let mut places = Vec::new();
         let mut ids = HashMap::new();
-        let mut stack = vec![(topo.root_object(), None)];
-        while let Some((obj, parent)) = stack.pop() {
+        let mut queue = VecDeque::from([(topo.root_object(), None)]);
+        while let Some((obj, parent)) = queue.pop_front() {
             let me = places.len();
             ids.insert(obj.global_persistent_index(), me);
             places.push(Place {
@@ -123,8 +125,7 @@ impl Locality {
                 index: obj.logical_index(),
                 cpus: cpus_of(obj),
             });
-            let children: Vec<_> = obj.normal_children().collect();
-            stack.extend(children.into_iter().rev().map(|c| (c, Some(me))));
+            queue.extend(obj.normal_children().map(|c| (c, Some(me))));
         }
         let numa_objs: Vec<&TopologyObject> =
             topo.objects_with_type(ObjectType::NUMANode).collect();

@@ -116,17 +116,111 @@ pub enum LocalityError {
 }
 
 /// A node's places, NUMA nodes, latencies and devices.
+///
+/// Places are kept as one table (parents, kinds, indexes, and every place's CPUs in one shared
+/// pool) rather than one allocation each: a step that reads the node's devices from the cache
+/// builds about 1,200 places on a 384-PU machine, and allocating them one by one was most of
+/// its time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Locality {
-    places: Vec<Place>,
+    /// Distinct kind names; `kind` indexes into it.
+    kinds: Vec<String>,
+    parent: Vec<Option<usize>>,
+    kind: Vec<u16>,
+    index: Vec<usize>,
+    /// Per place, its CPUs as a range of `pool` (ascending OS indexes).
+    range: Vec<(u32, u32)>,
+    pool: Vec<u32>,
     numa: Vec<Numa>,
     latency: Option<Vec<Vec<u64>>>,
     devices: Vec<Device>,
     /// OS CPU index -> index of its PU place.
     pu_place: Vec<Option<usize>>,
     depth: Vec<u32>,
-    /// Per place, the NUMA nodes (indexes into `numa`) sharing CPUs with it.
-    place_numa: Vec<Vec<usize>>,
+    /// Per place, `numa_words` words of a bit set of the NUMA nodes (indexes into `numa`)
+    /// sharing CPUs with it.
+    place_numa: Vec<u64>,
+    /// The same per OS CPU index.
+    cpu_numa: Vec<u64>,
+    numa_words: usize,
+}
+
+/// The members of a bit set kept in words.
+#[derive(Clone)]
+struct Bits<'a> {
+    words: &'a [u64],
+    at: usize,
+    word: u64,
+}
+
+impl<'a> Bits<'a> {
+    fn new(words: &'a [u64]) -> Bits<'a> {
+        Bits {
+            words,
+            at: 0,
+            word: words.first().copied().unwrap_or(0),
+        }
+    }
+}
+
+impl Iterator for Bits<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        while self.word == 0 {
+            self.at += 1;
+            self.word = *self.words.get(self.at)?;
+        }
+        let b = self.word.trailing_zeros() as usize;
+        self.word &= self.word - 1;
+        Some(self.at * 64 + b)
+    }
+}
+
+/// A place of a [`Locality`], borrowed from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlaceRef<'a> {
+    /// Index of the parent place; `None` for the machine.
+    pub parent: Option<usize>,
+    /// hwloc type name.
+    pub kind: &'a str,
+    /// hwloc logical index within its type.
+    pub index: usize,
+    /// OS indexes of its CPUs, ascending.
+    pub cpus: &'a [u32],
+}
+
+/// The place table a [`Locality`] is built from: what [`Locality::new`] makes of a list of
+/// [`Place`]s, and what the node cache decodes directly.
+#[derive(Debug, Default)]
+pub(crate) struct PlaceTable {
+    pub(crate) kinds: Vec<String>,
+    pub(crate) parent: Vec<Option<usize>>,
+    pub(crate) kind: Vec<u16>,
+    pub(crate) index: Vec<usize>,
+    pub(crate) range: Vec<(u32, u32)>,
+    pub(crate) pool: Vec<u32>,
+}
+
+impl PlaceTable {
+    /// The id of a kind name, added when new.
+    pub(crate) fn kind_id(&mut self, name: &str) -> u16 {
+        match self.kinds.iter().position(|k| k == name) {
+            Some(i) => i as u16,
+            None => {
+                self.kinds.push(name.to_string());
+                (self.kinds.len() - 1) as u16
+            }
+        }
+    }
+
+    /// Appends a place whose CPUs (ascending) are the last `cpus` pushed onto `pool`.
+    pub(crate) fn push(&mut self, parent: Option<usize>, kind: u16, index: usize, from: usize) {
+        self.parent.push(parent);
+        self.kind.push(kind);
+        self.index.push(index);
+        self.range.push((from as u32, self.pool.len() as u32));
+    }
 }
 
 impl Locality {
@@ -138,19 +232,37 @@ impl Locality {
         latency: Option<Vec<Vec<u64>>>,
         devices: Vec<Device>,
     ) -> Locality {
-        let mut depth = vec![0u32; places.len()];
-        for i in 0..places.len() {
-            depth[i] = match places[i].parent {
+        let mut t = PlaceTable::default();
+        for p in places {
+            let kind = t.kind_id(&p.kind);
+            let from = t.pool.len();
+            t.pool.extend_from_slice(&p.cpus);
+            t.push(p.parent, kind, p.index, from);
+        }
+        Locality::from_table(t, numa, latency, devices)
+    }
+
+    pub(crate) fn from_table(
+        t: PlaceTable,
+        numa: Vec<Numa>,
+        latency: Option<Vec<Vec<u64>>>,
+        devices: Vec<Device>,
+    ) -> Locality {
+        let n = t.parent.len();
+        let mut depth = vec![0u32; n];
+        for i in 0..n {
+            depth[i] = match t.parent[i] {
                 Some(p) if p < i => depth[p] + 1,
                 _ => 0,
             };
         }
-        let max = places.iter().flat_map(|p| p.cpus.last()).max().copied();
+        let cpus = |i: usize| &t.pool[t.range[i].0 as usize..t.range[i].1 as usize];
+        let max = (0..n).filter_map(|i| cpus(i).last()).max().copied();
         let mut pu_place = vec![None; max.map_or(0, |m| m as usize + 1)];
         // The deepest place holding a single CPU stands for that CPU.
-        for (i, p) in places.iter().enumerate() {
-            if let [cpu] = p.cpus[..] {
-                let slot = &mut pu_place[cpu as usize];
+        for i in 0..n {
+            if let [cpu] = cpus(i) {
+                let slot = &mut pu_place[*cpu as usize];
                 if slot.is_none_or(|s| depth[s] < depth[i]) {
                     *slot = Some(i);
                 }
@@ -158,40 +270,41 @@ impl Locality {
         }
         let latency =
             latency.filter(|m| m.len() == numa.len() && m.iter().all(|r| r.len() == numa.len()));
-        // Through a CPU-to-NUMA table: comparing every place with every NUMA node costs
-        // milliseconds on a 384-PU machine, in every step that reads the cache.
-        let mut numa_of: Vec<Vec<usize>> = vec![Vec::new(); pu_place.len()];
-        for (i, n) in numa.iter().enumerate() {
-            for &c in &n.cpus {
-                if let Some(v) = numa_of.get_mut(c as usize) {
-                    v.push(i);
+        // Each CPU's NUMA nodes as a bit set, then each place's as the union over its CPUs.
+        let words = numa.len().div_ceil(64).max(1);
+        let mut cpu_numa = vec![0u64; pu_place.len() * words];
+        for (k, nd) in numa.iter().enumerate() {
+            for &c in &nd.cpus {
+                if let Some(w) = cpu_numa.get_mut(c as usize * words + k / 64) {
+                    *w |= 1 << (k % 64);
                 }
             }
         }
-        let mut seen = vec![false; numa.len()];
-        let place_numa = places
-            .iter()
-            .map(|p| {
-                for &c in &p.cpus {
-                    for &i in numa_of.get(c as usize).map_or(&[][..], Vec::as_slice) {
-                        seen[i] = true;
-                    }
+        let mut place_numa = vec![0u64; n * words];
+        for i in 0..n {
+            let mine = &mut place_numa[i * words..(i + 1) * words];
+            for &c in cpus(i) {
+                let theirs = &cpu_numa[c as usize * words..(c as usize + 1) * words];
+                for (a, b) in mine.iter_mut().zip(theirs) {
+                    *a |= b;
                 }
-                let found: Vec<usize> = (0..numa.len()).filter(|&i| seen[i]).collect();
-                for &i in &found {
-                    seen[i] = false;
-                }
-                found
-            })
-            .collect();
+            }
+        }
         Locality {
-            places,
+            kinds: t.kinds,
+            parent: t.parent,
+            kind: t.kind,
+            index: t.index,
+            range: t.range,
+            pool: t.pool,
             numa,
             latency,
             devices,
             pu_place,
             depth,
             place_numa,
+            cpu_numa,
+            numa_words: words,
         }
     }
 
@@ -210,9 +323,34 @@ impl Locality {
         &self.devices
     }
 
-    /// The CPU-side places.
-    pub fn places(&self) -> &[Place] {
-        &self.places
+    /// How many CPU-side places the node has.
+    pub fn place_count(&self) -> usize {
+        self.parent.len()
+    }
+
+    /// Place `i` (parents come before their children; place 0 is the machine).
+    pub fn place(&self, i: usize) -> Option<PlaceRef<'_>> {
+        (i < self.place_count()).then(|| self.place_at(i))
+    }
+
+    /// The CPU-side places, in order.
+    pub fn places(&self) -> impl ExactSizeIterator<Item = PlaceRef<'_>> + '_ {
+        (0..self.place_count()).map(|i| self.place_at(i))
+    }
+
+    /// Place `i`, which exists.
+    fn place_at(&self, i: usize) -> PlaceRef<'_> {
+        PlaceRef {
+            parent: self.parent[i],
+            kind: &self.kinds[usize::from(self.kind[i])],
+            index: self.index[i],
+            cpus: self.cpus_of(i),
+        }
+    }
+
+    fn cpus_of(&self, i: usize) -> &[u32] {
+        let (a, b) = self.range[i];
+        &self.pool[a as usize..b as usize]
     }
 
     fn contains(outer: &[u32], inner: &[u32]) -> bool {
@@ -228,17 +366,16 @@ impl Locality {
             Some(p) => p,
             None => return 0,
         };
-        while !Locality::contains(&self.places[at].cpus, cpus) {
-            match self.places[at].parent {
+        while !Locality::contains(self.cpus_of(at), cpus) {
+            match self.parent[at] {
                 Some(p) => at = p,
                 None => return at,
             }
         }
         at
     }
-
     fn hops(&self, mut a: usize, mut b: usize) -> u64 {
-        let up = |x: usize| self.places[x].parent.unwrap_or(x);
+        let up = |x: usize| self.parent[x].unwrap_or(x);
         let mut n = 0;
         while self.depth[a] > self.depth[b] {
             a = up(a);
@@ -256,26 +393,46 @@ impl Locality {
         n
     }
 
-    /// Extra weight for memory distance between the task's and a place's NUMA nodes.
-    fn numa_extra(&self, task_numa: &[usize], place: usize) -> u64 {
+    /// Extra weight for memory distance between the task's NUMA nodes (a bit set) and a
+    /// place's: the least over the task's nodes `a` of `10 × (lat(a,b) / lat(a,a) − 1)`, `b`
+    /// the place's nearest node to `a` (the weight grows with the latency, so the nearest
+    /// gives the least).
+    fn numa_extra(&self, task_numa: &[u64], place: usize) -> u64 {
         let Some(lat) = &self.latency else { return 0 };
-        let theirs = &self.place_numa[place];
+        let w = self.numa_words;
+        let theirs = &self.place_numa[place * w..(place + 1) * w];
         let mut best: Option<u64> = None;
-        for &a in task_numa {
-            for &b in theirs {
-                let local = lat[a][a].max(1);
-                let extra = (HOP * lat[a][b] + local / 2) / local;
-                let extra = extra.saturating_sub(HOP);
-                best = Some(best.map_or(extra, |x| x.min(extra)));
-            }
+        for a in Bits::new(task_numa) {
+            let row = &lat[a];
+            let Some(near) = Bits::new(theirs).map(|b| row[b]).min() else {
+                continue;
+            };
+            let local = row[a].max(1);
+            let extra =
+                (HOP.saturating_mul(near).saturating_add(local / 2) / local).saturating_sub(HOP);
+            best = Some(best.map_or(extra, |x| x.min(extra)));
         }
         best.unwrap_or(0)
+    }
+
+    /// The NUMA nodes sharing a CPU with `cpus`, as a bit set.
+    fn numa_bits(&self, cpus: &[u32]) -> Vec<u64> {
+        let w = self.numa_words;
+        let mut set = vec![0u64; w];
+        for &c in cpus {
+            if let Some(theirs) = self.cpu_numa.get(c as usize * w..(c as usize + 1) * w) {
+                for (a, b) in set.iter_mut().zip(theirs) {
+                    *a |= b;
+                }
+            }
+        }
+        set
     }
 
     /// Distance from a task running on `cpus` to every device (indexed like [`Locality::devices`]).
     pub fn distances(&self, cpus: &[u32], weights: Option<&Weights>) -> Vec<u64> {
         let from = self.place_of(cpus);
-        let task_numa = numa_sharing(&self.numa, cpus);
+        let task_numa = self.numa_bits(cpus);
         let path = |place: usize| HOP * self.hops(from, place) + self.numa_extra(&task_numa, place);
         self.devices
             .iter()
@@ -306,24 +463,6 @@ impl Locality {
         }
         of_kind
     }
-}
-
-/// The NUMA nodes (indexes) that share a CPU with `cpus` (both ascending).
-fn numa_sharing(numa: &[Numa], cpus: &[u32]) -> Vec<usize> {
-    (0..numa.len())
-        .filter(|&i| {
-            let (a, b) = (&numa[i].cpus, cpus);
-            let (mut x, mut y) = (0, 0);
-            while x < a.len() && y < b.len() {
-                match a[x].cmp(&b[y]) {
-                    std::cmp::Ordering::Equal => return true,
-                    std::cmp::Ordering::Less => x += 1,
-                    std::cmp::Ordering::Greater => y += 1,
-                }
-            }
-            false
-        })
-        .collect()
 }
 
 /// Gives each task `per_task` devices among `candidates`, nearest first. `dist[t][d]` is task

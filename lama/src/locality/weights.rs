@@ -155,9 +155,8 @@ fn resolve_object(text: &str, loc: &Locality) -> Result<usize, String> {
             .ok_or_else(|| format!("no NUMANode {n} (this node has {count})"))?;
         return Ok(loc.place_of(&numa.cpus));
     }
-    let count = loc.places().iter().filter(|p| p.kind == kind).count();
+    let count = loc.places().filter(|p| p.kind == kind).count();
     loc.places()
-        .iter()
         .position(|p| p.kind == kind && p.index == n)
         .ok_or_else(|| format!("no {kind} {n} (this node has {count})"))
 }
