@@ -22,15 +22,14 @@ use lama::slurm_step::{
     MapCheck, Options, Settings, TaskBinding, OMP_VARIABLES, OPTIONS,
 };
 use lama::taskmap::{rfc34, TaskMap};
-use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle, SpankOption, SPANK_PLUGIN};
+use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle, SpankOption};
 
 mod affinity;
+mod exports;
 mod node;
 mod probe;
 
 include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
-
-SPANK_PLUGIN!(b"lama", SLURM_VERSION, Lama);
 
 /// Step ids at or above this are Slurm's special steps (batch script, extern, interactive).
 const FIRST_SPECIAL_STEP: u32 = 0xFFFF_FFF0;
