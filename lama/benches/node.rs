@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use lama::cache;
 use lama::slurm_layout::StepEnv;
-use lama::slurm_step::{cores_to_cpus, node_devices, place_node};
+use lama::slurm_step::{choose_devices, cores_to_cpus, place_node};
 use lama::spec::{Expert, Request};
 use lama::NodeTopology;
 
@@ -82,7 +82,11 @@ fn node(c: &mut Criterion) {
                 let cpus = cores_to_cpus(&n.topology, "0-191", None).expect("cores");
                 let tasks = place_node(&n.topology, &cpus, &req, &ranks, false).expect("place");
                 let loc = n.locality.expect("devices");
-                node_devices(&loc, &tasks, (1, 0), None, |_| None).expect("nics")
+                let chosen = choose_devices(&loc, &tasks, (1, 0), None, |_| None).expect("nics");
+                // Then each task's own variables, as its task_init writes them.
+                (0..tasks.len())
+                    .map(|i| chosen.env(&loc, i))
+                    .collect::<Vec<_>>()
             })
         },
     );
@@ -91,7 +95,7 @@ fn node(c: &mut Criterion) {
     let tasks = place_node(&n.topology, &cpus, &req, &ranks, false).expect("place");
     let loc = n.locality.expect("devices");
     c.bench_function("UV choosing a NIC for each of 192 placed tasks", |b| {
-        b.iter(|| node_devices(&loc, black_box(&tasks), (1, 0), None, |_| None).expect("nics"))
+        b.iter(|| choose_devices(&loc, black_box(&tasks), (1, 0), None, |_| None).expect("nics"))
     });
     let _ = std::fs::remove_dir_all(&dir);
 }

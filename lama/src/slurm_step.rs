@@ -8,7 +8,9 @@ use thiserror::Error;
 
 use crate::idset::{format_list, parse_list};
 use crate::level::Level;
-use crate::locality::{allowed_gpus, choose, task_env, Locality, LocalityError, Weights};
+use crate::locality::{
+    allowed_gpus, choose, task_env, Locality, LocalityError, TaskDevices, Weights,
+};
 use crate::mapper::{plan, PlacementError};
 use crate::spec::Request;
 use crate::taskmap::TaskMap;
@@ -239,24 +241,45 @@ pub fn check_task(map: &TaskMap, procid: &str, nodeid: &str) -> Result<(), StepE
     }
 }
 
-/// Each placed task's device environment (`LAMA_NICS`, `UCX_NET_DEVICES`, `LAMA_GPUS` and the
-/// GPU runtimes' variables), in the order of `tasks`: the node's tasks in rank order share the
-/// node's devices as [`crate::locality::choose`] decides. `get` reads the step's environment
-/// (the GPUs Slurm gave the job).
-pub fn node_devices(
+/// What a node hands its placed tasks: per task (in the order of `tasks`), its devices, and how
+/// to write them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeDevices {
+    picks: Vec<TaskDevices>,
+    /// How Slurm numbered the GPUs it gave, per device.
+    entries: Vec<(usize, String)>,
+    nics: bool,
+    gpus: bool,
+}
+
+impl NodeDevices {
+    /// Task `i`'s device environment (`LAMA_NICS`, `UCX_NET_DEVICES`, `LAMA_GPUS` and the GPU
+    /// runtimes' variables); empty for a task that does not exist.
+    pub fn env(&self, loc: &Locality, i: usize) -> Vec<(String, String)> {
+        match self.picks.get(i) {
+            Some(p) => task_env(loc, p, self.nics, self.gpus, &self.entries),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The devices of each placed task: the node's tasks in rank order share the node's devices as
+/// [`crate::locality::choose`] decides. `get` reads the step's environment (the GPUs Slurm gave
+/// the job).
+pub fn choose_devices(
     loc: &Locality,
     tasks: &[TaskBinding],
     (nics, gpus): (usize, usize),
     weights: Option<&Weights>,
     get: impl Fn(&str) -> Option<String>,
-) -> Result<Vec<Vec<(String, String)>>, StepError> {
+) -> Result<NodeDevices, StepError> {
     let err = |e: LocalityError| StepError::Devices(e.to_string());
     let given = if gpus > 0 {
         allowed_gpus(loc, get).map_err(err)?
     } else {
         None
     };
-    let cpus: Vec<Vec<u32>> = tasks.iter().map(|t| t.cpus.clone()).collect();
+    let cpus: Vec<&[u32]> = tasks.iter().map(|t| t.cpus.as_slice()).collect();
     let picks = choose(
         loc,
         &cpus,
@@ -266,9 +289,22 @@ pub fn node_devices(
         weights,
     )
     .map_err(err)?;
-    let entries = given.map(|g| g.entries).unwrap_or_default();
-    Ok(picks
-        .iter()
-        .map(|p| task_env(loc, p, nics > 0, gpus > 0, &entries))
-        .collect())
+    Ok(NodeDevices {
+        picks,
+        entries: given.map(|g| g.entries).unwrap_or_default(),
+        nics: nics > 0,
+        gpus: gpus > 0,
+    })
+}
+
+/// Each placed task's device environment ([`NodeDevices::env`]), in the order of `tasks`.
+pub fn node_devices(
+    loc: &Locality,
+    tasks: &[TaskBinding],
+    counts: (usize, usize),
+    weights: Option<&Weights>,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<Vec<(String, String)>>, StepError> {
+    let d = choose_devices(loc, tasks, counts, weights, get)?;
+    Ok((0..tasks.len()).map(|i| d.env(loc, i)).collect())
 }

@@ -18,8 +18,8 @@ use lama::locality::{Locality, Weights};
 use lama::openmp::plan_threads;
 use lama::slurm_layout::StepEnv;
 use lama::slurm_step::{
-    check_step_map, check_task, cores_to_cpus, cpu_bind_env, node_devices, place_node, usable_cpus,
-    MapCheck, Options, Settings, TaskBinding, OMP_VARIABLES, OPTIONS,
+    check_step_map, check_task, choose_devices, cores_to_cpus, cpu_bind_env, place_node,
+    usable_cpus, MapCheck, NodeDevices, Options, Settings, TaskBinding, OMP_VARIABLES, OPTIONS,
 };
 use lama::taskmap::{rfc34, TaskMap};
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle, SpankOption};
@@ -68,9 +68,9 @@ struct Devices {
     weights: Option<Weights>,
     /// NICs and GPUs per task.
     counts: (usize, usize),
-    /// Per placed task, its device variables as `user_init` chose them, when they cannot depend
-    /// on the task's environment (no GPUs asked for): tasks then need not choose again.
-    chosen: Option<Vec<Vec<(String, String)>>>,
+    /// Each placed task's devices as `user_init` chose them, when the choice cannot depend on the
+    /// task's environment (no GPUs asked for): tasks then need not choose again.
+    chosen: Option<NodeDevices>,
 }
 
 /// What `user_init` decided for this node, used by every task.
@@ -274,7 +274,7 @@ impl Lama {
             };
             // Checked here with this node's own devices, so that a node without enough of them
             // fails the step before any task starts; each task chooses again with its GPUs.
-            let chosen = node_devices(&loc, &st.tasks, counts, weights.as_ref(), |_| None)
+            let chosen = choose_devices(&loc, &st.tasks, counts, weights.as_ref(), |_| None)
                 .map_err(|e| e.to_string())?;
             st.devices = Some(Devices {
                 loc,
@@ -297,18 +297,14 @@ impl Devices {
         tasks: &[TaskBinding],
         i: usize,
     ) -> std::result::Result<Vec<(String, String)>, String> {
-        if let Some(all) = &self.chosen {
-            return Ok(all.get(i).cloned().unwrap_or_default());
+        if let Some(chosen) = &self.chosen {
+            return Ok(chosen.env(&self.loc, i));
         }
-        let mut all = node_devices(&self.loc, tasks, self.counts, self.weights.as_ref(), |k| {
+        let all = choose_devices(&self.loc, tasks, self.counts, self.weights.as_ref(), |k| {
             spank.getenv(k).ok().flatten()
         })
         .map_err(|e| e.to_string())?;
-        if i < all.len() {
-            Ok(all.swap_remove(i))
-        } else {
-            Ok(Vec::new())
-        }
+        Ok(all.env(&self.loc, i))
     }
 }
 

@@ -415,10 +415,11 @@ impl Locality {
         best.unwrap_or(0)
     }
 
-    /// The NUMA nodes sharing a CPU with `cpus`, as a bit set.
-    fn numa_bits(&self, cpus: &[u32]) -> Vec<u64> {
+    /// The NUMA nodes sharing a CPU with `cpus`, as a bit set in `set`.
+    fn numa_bits(&self, cpus: &[u32], set: &mut Vec<u64>) {
         let w = self.numa_words;
-        let mut set = vec![0u64; w];
+        set.clear();
+        set.resize(w, 0);
         for &c in cpus {
             if let Some(theirs) = self.cpu_numa.get(c as usize * w..(c as usize + 1) * w) {
                 for (a, b) in set.iter_mut().zip(theirs) {
@@ -426,26 +427,36 @@ impl Locality {
                 }
             }
         }
-        set
     }
 
     /// Distance from a task running on `cpus` to every device (indexed like [`Locality::devices`]).
     pub fn distances(&self, cpus: &[u32], weights: Option<&Weights>) -> Vec<u64> {
+        let mut out = Vec::with_capacity(self.devices.len());
+        self.distances_into(cpus, weights, &mut Vec::new(), &mut out);
+        out
+    }
+
+    /// [`Locality::distances`], appended to `out`; `numa` is scratch space.
+    fn distances_into(
+        &self,
+        cpus: &[u32],
+        weights: Option<&Weights>,
+        numa: &mut Vec<u64>,
+        out: &mut Vec<u64>,
+    ) {
         let from = self.place_of(cpus);
-        let task_numa = self.numa_bits(cpus);
-        let path = |place: usize| HOP * self.hops(from, place) + self.numa_extra(&task_numa, place);
-        self.devices
-            .iter()
-            .enumerate()
-            .map(|(d, dev)| match weights.and_then(|w| w.edges(d)) {
+        self.numa_bits(cpus, numa);
+        let path = |place: usize| HOP * self.hops(from, place) + self.numa_extra(numa, place);
+        out.extend(self.devices.iter().enumerate().map(|(d, dev)| {
+            match weights.and_then(|w| w.edges(d)) {
                 Some(edges) => edges
                     .iter()
                     .map(|&(place, w)| path(place) + w)
                     .min()
                     .unwrap_or(u64::MAX),
                 None => path(dev.place),
-            })
-            .collect()
+            }
+        }));
     }
 
     /// The devices of `kind` that may be handed out: for NICs the OpenFabrics devices when the
@@ -470,11 +481,16 @@ impl Locality {
 ///
 /// Ties go to the least loaded device, then the earliest; afterwards, while some device serves
 /// two tasks and another serves none that is as near for one of them, that task moves.
-pub fn assign(dist: &[Vec<u64>], candidates: &[usize], per_task: usize) -> Vec<Vec<usize>> {
-    let n_dev = dist.first().map_or(0, |r| r.len());
+pub fn assign<R: AsRef<[u64]>>(
+    dist: &[R],
+    candidates: &[usize],
+    per_task: usize,
+) -> Vec<Vec<usize>> {
+    let n_dev = dist.first().map_or(0, |r| r.as_ref().len());
     let mut load = vec![0usize; n_dev];
     let mut out: Vec<Vec<usize>> = Vec::with_capacity(dist.len());
     for row in dist {
+        let row = row.as_ref();
         let mut mine: Vec<usize> = Vec::with_capacity(per_task);
         for _ in 0..per_task.min(candidates.len()) {
             let best = candidates
@@ -500,8 +516,12 @@ pub fn assign(dist: &[Vec<u64>], candidates: &[usize], per_task: usize) -> Vec<V
                 let idle = candidates
                     .iter()
                     .copied()
-                    .filter(|&e| load[e] == 0 && dist[t][e] <= dist[t][d] && !mine.contains(&e))
-                    .min_by_key(|&e| (dist[t][e], e));
+                    .filter(|&e| {
+                        load[e] == 0
+                            && dist[t].as_ref()[e] <= dist[t].as_ref()[d]
+                            && !mine.contains(&e)
+                    })
+                    .min_by_key(|&e| (dist[t].as_ref()[e], e));
                 if let Some(e) = idle {
                     load[d] -= 1;
                     load[e] += 1;
@@ -517,7 +537,7 @@ pub fn assign(dist: &[Vec<u64>], candidates: &[usize], per_task: usize) -> Vec<V
     }
     // Nearest first within each task.
     for (t, mine) in out.iter_mut().enumerate() {
-        mine.sort_by_key(|&d| (dist[t][d], d));
+        mine.sort_by_key(|&d| (dist[t].as_ref()[d], d));
     }
     out
 }
@@ -532,9 +552,9 @@ pub struct TaskDevices {
 }
 
 /// Places `nics` NICs and `gpus` GPUs per task for tasks running on `task_cpus`.
-pub fn choose(
+pub fn choose<C: AsRef<[u32]>>(
     loc: &Locality,
-    task_cpus: &[Vec<u32>],
+    task_cpus: &[C],
     nics: usize,
     gpus: usize,
     allowed_gpus: Option<&[usize]>,
@@ -544,9 +564,16 @@ pub fn choose(
     if nics == 0 && gpus == 0 {
         return Ok(out);
     }
-    let dist: Vec<Vec<u64>> = task_cpus
-        .iter()
-        .map(|c| loc.distances(c, weights))
+    // One matrix, a row per task: this runs in every step that asks for devices, with up to a
+    // task per hardware thread.
+    let n = loc.devices.len();
+    let mut flat = Vec::with_capacity(task_cpus.len() * n);
+    let mut numa = Vec::new();
+    for c in task_cpus {
+        loc.distances_into(c.as_ref(), weights, &mut numa, &mut flat);
+    }
+    let dist: Vec<&[u64]> = (0..task_cpus.len())
+        .map(|t| &flat[t * n..(t + 1) * n])
         .collect();
     for (kind, want, label) in [(Kind::Nic, nics, "NIC(s)"), (Kind::Gpu, gpus, "GPU(s)")] {
         if want == 0 {
