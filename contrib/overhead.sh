@@ -15,6 +15,10 @@
 # For each step shape it prints each kind's median wall time, the median of the per-round
 # ratios with a 95% confidence interval (distribution free: order statistics of the ratios),
 # then the plugin's own time per node from --lama-verbose.
+# Then whole jobs, `srun -N3 -n3 true` without an allocation (the job's start, its step, its
+# end), alternating between cluster A, whose slurmd loaded lama at start, and a third cluster
+# C whose slurmd has no plugin: slurmd runs a SPANK prolog and epilog for every job when a
+# plugin exports those callbacks.
 #
 # Usage: contrib/overhead.sh [ROUNDS]   (default 100; builds the release plugin; starts and
 #   stops its own clusters in /tmp/lama-overhead-a and -b; LAMA_SLURM_PREFIX=PREFIX measures a
@@ -34,13 +38,13 @@ cargo build --release --quiet -p lama-spank -p lama-probe
 plugin=${LAMA_OVERHEAD_PLUGIN:-$top/target/release/liblama_spank.so}
 noop=$top/target/release/noop_spank.so
 gcc -O2 -shared -fPIC -I"${SLURM_INCLUDE_DIR:-/usr/include}" contrib/bench/noop_spank.c -o "$noop"
-a=/tmp/lama-overhead-a b=/tmp/lama-overhead-b
-cluster() {  # DIR PORT TASKPLUGIN: start a sandbox cluster with lama in its plugstack.conf
+a=/tmp/lama-overhead-a b=/tmp/lama-overhead-b c=/tmp/lama-overhead-c
+cluster() {  # DIR PORT TASKPLUGIN [LINE]: start a sandbox cluster, lama in its plugstack.conf
   LAMA_SANDBOX=$1 LAMA_SANDBOX_PORT=$2 LAMA_SANDBOX_TASK_PLUGIN=$3 \
-    LAMA_SANDBOX_PLUGIN="required $plugin" contrib/sandbox.sh start >/dev/null
+    LAMA_SANDBOX_PLUGIN=${4-required $plugin} contrib/sandbox.sh start >/dev/null
 }
 stop_all() {
-  for d in $a $b; do LAMA_SANDBOX=$d contrib/sandbox.sh stop >/dev/null 2>&1 || true; done
+  for d in $a $b $c; do LAMA_SANDBOX=$d contrib/sandbox.sh stop >/dev/null 2>&1 || true; done
 }
 stop_all
 trap stop_all EXIT
@@ -123,3 +127,32 @@ for n in 3 $((3 * cpus)); do
     }' "$out"
   rm -f "$out"
 done
+
+# Whole jobs. Cluster C's slurmd starts without any plugin (an empty plugstack.conf).
+cluster $c $((${LAMA_SANDBOX_PORT:-46800} + 2000)) task/affinity ""
+echo "required $plugin" > "$a/plugstack.conf"
+jobs=$(( rounds < 60 ? rounds : 60 ))
+out=$(mktemp)
+for i in $(seq 0 "$jobs"); do
+  for k in $( ((i % 2)) && echo "none lama" || echo "lama none"); do
+    dir=$a; [ "$k" = none ] && dir=$c
+    t=$(date +%s%N)
+    SLURM_CONF=$dir/slurm.conf srun -N3 -n3 true || echo "FAILED job $k"
+    # Round 0 warms both paths up.
+    [ "$i" -gt 0 ] && echo "$k $(( ($(date +%s%N) - t) / 1000 ))"
+  done
+done > "$out" 2>&1
+if grep -q FAILED "$out"; then grep FAILED "$out" >&2; exit 1; fi
+awk '
+  /^(none|lama) [0-9]+$/ { k = $1; c[k]++; v[k, c[k]] = $2 / 1000 }
+  function sort(a, m,   i, j, t) { for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }
+  function median(a, m) { return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+  END {
+    m = c["lama"]; for (i = 1; i <= m; i++) r[i] = v["lama", i] / v["none", i]
+    sort(r, m); k = int((m - 1.96 * sqrt(m)) / 2); if (k < 1) k = 1
+    for (x = 1; x <= 2; x++) { kk = (x == 1) ? "none" : "lama"; for (i = 1; i <= m; i++) a[i] = v[kk, i]; sort(a, m); med[kk] = median(a, m) }
+    printf "srun -N3 -n3 true as a whole job (ms per job, median of %d; ratio: median of per-round ratios [95%% interval])\n", m
+    printf "  %-7s %-50s %8.2f\n", "none", "cluster C: slurmd without a plugin", med["none"]
+    printf "  %-7s %-50s %8.2f   vs none  %.3f [%.3f, %.3f]\n", "lama", "cluster A: slurmd and the job with lama", med["lama"], median(r, m), r[k], r[m + 1 - k]
+  }' "$out"
+rm -f "$out"
