@@ -13,32 +13,24 @@ fn path(name: &str) -> PathBuf {
     ))
 }
 
+/// A task on each CPU of the machine (its first place).
+fn one_task_per_cpu(loc: &Locality) -> Vec<Vec<u32>> {
+    let all = loc.place(0).map(|p| p.cpus).unwrap_or_default();
+    all.iter().map(|&c| vec![c]).collect()
+}
+
 fn locality(c: &mut Criterion) {
     let uv = path("192em64t-12gr2n8c2t.xml");
     c.bench_function("load UV XML with devices", |b| {
         b.iter(|| Locality::from_xml_file(black_box(&uv)).expect("load"))
     });
     let loc = Locality::from_xml_file(&uv).expect("load");
-    let tasks: Vec<Vec<u32>> = loc
-        .places()
-        .next()
-        .map(|p| p.cpus)
-        .unwrap_or_default()
-        .iter()
-        .map(|&c| vec![c])
-        .collect();
+    let tasks = one_task_per_cpu(&loc);
     c.bench_function("UV 384 tasks, 1 NIC each", |b| {
         b.iter(|| choose(&loc, black_box(&tasks), 1, 0, None, None).expect("choose"))
     });
     let dgx = Locality::from_xml_file(&path("nvidiaDGX2.xml")).expect("load");
-    let tasks: Vec<Vec<u32>> = dgx
-        .places()
-        .next()
-        .map(|p| p.cpus)
-        .unwrap_or_default()
-        .iter()
-        .map(|&c| vec![c])
-        .collect();
+    let tasks = one_task_per_cpu(&dgx);
     c.bench_function("DGX-2 4 tasks, 4 GPUs each", |b| {
         b.iter(|| choose(&dgx, black_box(&tasks), 0, 4, None, None).expect("choose"))
     });
