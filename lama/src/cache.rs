@@ -208,15 +208,14 @@ impl Run {
     }
 }
 
-/// The places of `loc` as runs over `pus` (the machine's PUs in logical order), with their kind
-/// names; every place must hold consecutive PUs of that order, as hwloc's objects do.
-fn place_runs(loc: &Locality, pus: &[u32]) -> Result<(Vec<String>, Vec<[u32; 7]>), String> {
+/// The places of `loc` as runs over `pus` (the machine's PUs in logical order); every place
+/// must hold consecutive PUs of that order, as hwloc's objects do. Kinds are `loc`'s own ids.
+fn place_runs(loc: &Locality, pus: &[u32]) -> Result<Vec<[u32; 7]>, String> {
     let max = pus.iter().max().map_or(0, |&m| m as usize + 1);
     let mut pos = vec![u32::MAX; max];
     for (i, &c) in pus.iter().enumerate() {
         pos[c as usize] = i as u32;
     }
-    let mut kinds: Vec<String> = Vec::new();
     let mut out: Vec<[u32; 7]> = Vec::new();
     let mut run: Option<Run> = None;
     for (i, p) in loc.places().enumerate() {
@@ -237,13 +236,7 @@ fn place_runs(loc: &Locality, pus: &[u32]) -> Result<(Vec<String>, Vec<[u32; 7]>
                 ))
             }
         };
-        let kind = match kinds.iter().position(|k| k == p.kind) {
-            Some(k) => k as u32,
-            None => {
-                kinds.push(p.kind.to_string());
-                (kinds.len() - 1) as u32
-            }
-        };
+        let kind = u32::from(loc.places.kind[i]);
         let parent = p.parent.map_or(0, |q| q as u32 + 1);
         let index = p.index as u32;
         if !run
@@ -263,7 +256,7 @@ fn place_runs(loc: &Locality, pus: &[u32]) -> Result<(Vec<String>, Vec<[u32; 7]>
         }
     }
     out.extend(run.map(|r| r.done()));
-    Ok((kinds, out))
+    Ok(out)
 }
 
 /// The text of a node: what [`write`] saves, and what the plugin's hwloc probe returns. Fails
@@ -274,10 +267,10 @@ pub fn encode(
     allowed: Option<&[u32]>,
 ) -> Result<String, String> {
     let devices = loc
-        .map(|loc| place_runs(loc, node.pus()).map(|(kinds, places)| (loc, kinds, places)))
+        .map(|loc| place_runs(loc, node.pus()).map(|places| (loc, places)))
         .transpose()?;
-    let devices = devices.map(|(loc, kinds, places)| Devices {
-        kinds,
+    let devices = devices.map(|(loc, places)| Devices {
+        kinds: loc.places.kinds.clone(),
         places,
         numa: loc
             .numa()

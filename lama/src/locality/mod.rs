@@ -123,14 +123,7 @@ pub enum LocalityError {
 /// its time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Locality {
-    /// Distinct kind names; `kind` indexes into it.
-    kinds: Vec<String>,
-    parent: Vec<Option<usize>>,
-    kind: Vec<u16>,
-    index: Vec<usize>,
-    /// Per place, its CPUs as a range of `pool` (ascending OS indexes).
-    range: Vec<(u32, u32)>,
-    pool: Vec<u32>,
+    pub(crate) places: PlaceTable,
     numa: Vec<Numa>,
     latency: Option<Vec<Vec<u64>>>,
     devices: Vec<Device>,
@@ -190,14 +183,16 @@ pub struct PlaceRef<'a> {
     pub cpus: &'a [u32],
 }
 
-/// The place table a [`Locality`] is built from: what [`Locality::new`] makes of a list of
-/// [`Place`]s, and what the node cache decodes directly.
-#[derive(Debug, Default)]
+/// A [`Locality`]'s places: what [`Locality::new`] makes of a list of [`Place`]s, and what the
+/// node cache decodes directly.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PlaceTable {
+    /// Distinct kind names; `kind` indexes into it.
     pub(crate) kinds: Vec<String>,
     pub(crate) parent: Vec<Option<usize>>,
     pub(crate) kind: Vec<u16>,
     pub(crate) index: Vec<usize>,
+    /// Per place, its CPUs as a range of `pool` (ascending OS indexes).
     pub(crate) range: Vec<(u32, u32)>,
     pub(crate) pool: Vec<u32>,
 }
@@ -291,12 +286,7 @@ impl Locality {
             }
         }
         Locality {
-            kinds: t.kinds,
-            parent: t.parent,
-            kind: t.kind,
-            index: t.index,
-            range: t.range,
-            pool: t.pool,
+            places: t,
             numa,
             latency,
             devices,
@@ -325,7 +315,7 @@ impl Locality {
 
     /// How many CPU-side places the node has.
     pub fn place_count(&self) -> usize {
-        self.parent.len()
+        self.places.parent.len()
     }
 
     /// Place `i` (parents come before their children; place 0 is the machine).
@@ -341,16 +331,16 @@ impl Locality {
     /// Place `i`, which exists.
     fn place_at(&self, i: usize) -> PlaceRef<'_> {
         PlaceRef {
-            parent: self.parent[i],
-            kind: &self.kinds[usize::from(self.kind[i])],
-            index: self.index[i],
+            parent: self.places.parent[i],
+            kind: &self.places.kinds[usize::from(self.places.kind[i])],
+            index: self.places.index[i],
             cpus: self.cpus_of(i),
         }
     }
 
     fn cpus_of(&self, i: usize) -> &[u32] {
-        let (a, b) = self.range[i];
-        &self.pool[a as usize..b as usize]
+        let (a, b) = self.places.range[i];
+        &self.places.pool[a as usize..b as usize]
     }
 
     fn contains(outer: &[u32], inner: &[u32]) -> bool {
@@ -367,7 +357,7 @@ impl Locality {
             None => return 0,
         };
         while !Locality::contains(self.cpus_of(at), cpus) {
-            match self.parent[at] {
+            match self.places.parent[at] {
                 Some(p) => at = p,
                 None => return at,
             }
@@ -375,7 +365,7 @@ impl Locality {
         at
     }
     fn hops(&self, mut a: usize, mut b: usize) -> u64 {
-        let up = |x: usize| self.parent[x].unwrap_or(x);
+        let up = |x: usize| self.places.parent[x].unwrap_or(x);
         let mut n = 0;
         while self.depth[a] > self.depth[b] {
             a = up(a);
