@@ -253,6 +253,13 @@ pub struct NodeDevices {
 }
 
 impl NodeDevices {
+    /// Whether a task may get other devices than this choice gave it: GPUs are chosen among
+    /// those Slurm wrote into each task's environment, so a step with GPUs chooses again per
+    /// task; NICs do not depend on it.
+    pub fn depends_on_task_env(&self) -> bool {
+        self.gpus
+    }
+
     /// Task `i`'s device environment (`LAMA_NICS`, `UCX_NET_DEVICES`, `LAMA_GPUS` and the GPU
     /// runtimes' variables); empty for a task that does not exist.
     pub fn env(&self, loc: &Locality, i: usize) -> Vec<(String, String)> {

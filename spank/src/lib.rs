@@ -280,7 +280,7 @@ impl Lama {
                 loc,
                 weights,
                 counts,
-                chosen: (counts.1 == 0).then_some(chosen),
+                chosen: (!chosen.depends_on_task_env()).then_some(chosen),
             });
             st.lap("devices");
         }
