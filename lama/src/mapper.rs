@@ -137,26 +137,35 @@ fn children(parents: &[Span], kids: &[Span]) -> (Vec<u32>, Vec<u32>) {
     (first, count)
 }
 
-/// Whether every object of `inner` lies inside one object of `outer`.
+/// Whether every object of `inner` lies inside one object of `outer` (both sorted): each inner
+/// object is checked against the last outer one starting at or before it, found by one walk over
+/// both, as this runs for pairs of mapped levels in every step.
 fn contains(outer: &[Span], inner: &[Span]) -> bool {
+    let mut i = 0;
     inner.iter().all(|b| {
-        let i = outer.partition_point(|a| a.start <= b.start);
+        while i < outer.len() && outer[i].start <= b.start {
+            i += 1;
+        }
         i > 0 && outer[i - 1].contains(b)
     })
 }
 
 /// Nesting order of the given levels on one node; an error names two levels that cross.
 fn node_order(node: &NodeTopology, levels: &[Level]) -> Result<Vec<Level>, (Level, Level)> {
-    let before = |a: Level, b: Level| {
-        let (oa, ob) = (node.objects(a), node.objects(b));
-        contains(oa, ob) && (!contains(ob, oa) || a.index() < b.index())
+    // Each pair's containment is checked once: the selection below asks for it repeatedly.
+    let mut inside = [[None::<bool>; 9]; 9];
+    let mut within = |a: Level, b: Level| {
+        *inside[a.index()][b.index()]
+            .get_or_insert_with(|| contains(node.objects(a), node.objects(b)))
     };
+    let mut before = |a: Level, b: Level| within(a, b) && (!within(b, a) || a.index() < b.index());
     let mut rest: Vec<Level> = levels.to_vec();
     let mut out = Vec::new();
     while !rest.is_empty() {
-        let pick = rest
-            .iter()
-            .position(|&l| rest.iter().all(|&m| m == l || before(l, m)));
+        let pick = (0..rest.len()).find(|&i| {
+            let l = rest[i];
+            rest.iter().all(|&m| m == l || before(l, m))
+        });
         match pick {
             Some(i) => out.push(rest.remove(i)),
             None => {
@@ -183,7 +192,7 @@ fn nesting(
     map: &[Level],
 ) -> Result<Vec<Level>, PlacementError> {
     // For each ordered pair (a, b): the first node that puts a above b.
-    let mut above: HashMap<(Level, Level), usize> = HashMap::new();
+    let mut above = [[None::<usize>; 9]; 9];
     let mut present = [false; 9];
     for &i in distinct {
         let node = nodes[i];
@@ -199,7 +208,7 @@ fn nesting(
         for (x, &a) in order.iter().enumerate() {
             present[a.index()] = true;
             for &b in &order[x + 1..] {
-                if let Some(&j) = above.get(&(b, a)) {
+                if let Some(j) = above[b.index()][a.index()] {
                     return Err(no_resources(format!(
                         "nodes {j} ({}) and {i} ({}) nest {} and {} differently ({} inside {} on one, {} inside {} on the other); run them as separate jobs or drop one level from the map",
                         nodes[j].name(),
@@ -212,7 +221,7 @@ fn nesting(
                         a.name()
                     )));
                 }
-                above.entry((a, b)).or_insert(i);
+                above[a.index()][b.index()].get_or_insert(i);
             }
         }
     }
@@ -222,7 +231,7 @@ fn nesting(
     while !rest.is_empty() {
         let i = rest
             .iter()
-            .position(|&l| !rest.iter().any(|&m| above.contains_key(&(m, l))))
+            .position(|&l| !rest.iter().any(|&m| above[m.index()][l.index()].is_some()))
             .ok_or_else(|| {
                 no_resources(
                     "the nodes nest the mapped levels in a cycle; run them as separate jobs".into(),

@@ -122,8 +122,8 @@ pub fn place_node(
     ranks: &[u32],
     pictures: bool,
 ) -> Result<Vec<TaskBinding>, StepError> {
-    let topo = &node
-        .restrict(step_cpus)
+    let topo = &*node
+        .restricted(step_cpus)
         .map_err(|e| StepError::Cpus(e.to_string()))?;
     let allowed = if pictures { topo.cpus() } else { Vec::new() };
     let mut sorted = ranks.to_vec();

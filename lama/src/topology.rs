@@ -6,6 +6,8 @@
 //! of positions in that list. Restricting to allowed CPUs drops PUs and renumbers the spans, so
 //! positions, windows and picture are all counted on what remains, as the contract requires.
 
+use std::borrow::Cow;
+
 use thiserror::Error;
 
 use crate::idset;
@@ -109,13 +111,27 @@ impl NodeTopology {
 
     /// Keeps only the CPUs (OS indexes) in `allowed`; objects left without a CPU disappear.
     pub fn restrict(&self, allowed: &[u32]) -> Result<NodeTopology, TopologyError> {
+        self.restricted(allowed).map(Cow::into_owned)
+    }
+
+    /// [`NodeTopology::restrict`], borrowing the node itself when `allowed` keeps all of it (a
+    /// step given the whole node need not copy it).
+    pub fn restricted(&self, allowed: &[u32]) -> Result<Cow<'_, NodeTopology>, TopologyError> {
+        // A table by CPU number: every step restricts its node to the step's CPUs.
+        // Sized by the node's own CPUs: `allowed` may name any number.
+        let mut ok = vec![false; self.pus.iter().max().map_or(0, |&m| m as usize + 1)];
+        for &c in allowed {
+            if let Some(slot) = ok.get_mut(c as usize) {
+                *slot = true;
+            }
+        }
         let keep: Vec<bool> = self
             .pus
             .iter()
-            .map(|p| allowed.binary_search(p).is_ok())
+            .map(|&p| ok.get(p as usize).copied().unwrap_or(false))
             .collect();
         if keep.iter().all(|&k| k) {
-            return Ok(self.clone());
+            return Ok(Cow::Borrowed(self));
         }
         // before[i] = number of kept PUs before position i: maps old spans to new ones.
         let mut before = Vec::with_capacity(keep.len() + 1);
@@ -150,7 +166,9 @@ impl NodeTopology {
                 .filter(|s| !s.is_empty())
                 .collect();
         }
-        Ok(NodeTopology::from_parts(&self.name, pus, levels))
+        Ok(Cow::Owned(NodeTopology::from_parts(
+            &self.name, pus, levels,
+        )))
     }
 
     /// Parses an hwloc cpulist (`0-3,8-11`) and restricts to it.
