@@ -25,7 +25,7 @@ use crate::locality::{Device, Locality, Numa, PlaceTable};
 use crate::topology::{NodeTopology, Span};
 
 /// The file format; a file of another format is not read.
-pub const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 4;
 
 /// Highest CPU number a cache may name (hwloc's own limit is far below).
 const MAX_CPU: u32 = 1 << 20;
@@ -63,7 +63,9 @@ pub enum CacheError {
 struct File {
     lama_node_cache: u32,
     name: String,
-    pus: Vec<u32>,
+    /// The PUs' OS indexes in logical order, as decimal numbers joined by commas: read by
+    /// [`numbers`], several times faster than a JSON array of as many numbers.
+    pus: String,
     /// Per level, in [`Level::ALL`] order, its spans as runs `[start, width, count]`: `count`
     /// adjacent spans of `width` PUs from position `start`.
     levels: Vec<Vec<[u32; 3]>>,
@@ -83,7 +85,8 @@ struct Devices {
     places: Vec<[u32; 7]>,
     /// `[os_index, cpulist]` per NUMA node.
     numa: Vec<(u32, String)>,
-    latency: Option<Vec<Vec<u64>>>,
+    /// The NUMA latency matrix row by row, one number per pair of NUMA nodes, joined by commas.
+    latency: Option<String>,
     devices: Vec<Device>,
 }
 
@@ -125,19 +128,75 @@ fn spans(runs: &[[u32; 3]], pus: usize) -> Result<Vec<Span>, String> {
     Ok(out)
 }
 
-/// A cpulist of the machine's CPUs (`sorted`): at most as many as it has, each one of them.
-fn cpus(list: &str, sorted: &[u32]) -> Result<Vec<u32>, String> {
+/// A cpulist of the machine's CPUs (`known[c]` for each of them): at most as many as it has,
+/// each one of them; ascending.
+fn cpus(list: &str, known: &[bool]) -> Result<Vec<u32>, String> {
     let ranges = crate::idset::parse_ranges(list).map_err(|e| e.to_string())?;
     let total: u64 = ranges.iter().map(|&(a, b)| u64::from(b - a) + 1).sum();
-    if total > sorted.len() as u64 {
+    if total > known.len() as u64 {
         return Err(format!("more CPUs than the machine has in '{list}'"));
     }
-    let mut out: Vec<u32> = ranges.into_iter().flat_map(|(a, b)| a..=b).collect();
-    out.sort_unstable();
+    let mut out: Vec<u32> = Vec::with_capacity(total as usize);
+    for (a, b) in ranges {
+        out.extend(a..=b);
+    }
+    if !out.is_sorted() {
+        out.sort_unstable();
+    }
     out.dedup();
-    if out.iter().any(|c| sorted.binary_search(c).is_err()) {
+    if out
+        .iter()
+        .any(|&c| !known.get(c as usize).copied().unwrap_or(false))
+    {
         return Err(format!("a CPU the machine does not have in '{list}'"));
     }
+    Ok(out)
+}
+
+/// Decimal numbers joined by commas, as the cache writes long lists.
+fn join_numbers<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+    let mut out = String::new();
+    for (k, n) in items.into_iter().enumerate() {
+        if k > 0 {
+            out.push(',');
+        }
+        out.push_str(&n.to_string());
+    }
+    out
+}
+
+/// The numbers of a list written by [`join_numbers`]: at most `most`, each at most `max`.
+fn numbers(text: &str, most: usize, max: u64) -> Result<Vec<u64>, String> {
+    let bad = || {
+        let start: String = text.chars().take(40).collect();
+        format!("a list of numbers that is not one: '{start}'")
+    };
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::with_capacity(most.min(text.len() / 2 + 1));
+    // One pass over the bytes: `n` is the number being read, `digits` how many digits it has.
+    let (mut n, mut digits) = (0u64, 0u32);
+    for &b in text.as_bytes() {
+        if b == b',' {
+            if digits == 0 || out.len() >= most {
+                return Err(bad());
+            }
+            out.push(n);
+            (n, digits) = (0, 0);
+            continue;
+        }
+        let d = b.wrapping_sub(b'0');
+        n = match n.checked_mul(10).and_then(|n| n.checked_add(u64::from(d))) {
+            Some(v) if d <= 9 && v <= max => v,
+            _ => return Err(bad()),
+        };
+        digits += 1;
+    }
+    if digits == 0 || out.len() >= most {
+        return Err(bad());
+    }
+    out.push(n);
     Ok(out)
 }
 
@@ -277,13 +336,15 @@ pub fn encode(
             .iter()
             .map(|n| (n.os_index, format_list(&n.cpus)))
             .collect(),
-        latency: loc.latency().map(<[Vec<u64>]>::to_vec),
+        latency: loc
+            .latency()
+            .map(|rows| join_numbers(rows.iter().flatten())),
         devices: loc.devices().to_vec(),
     });
     let file = File {
         lama_node_cache: FORMAT,
         name: node.name().to_string(),
-        pus: node.pus().to_vec(),
+        pus: join_numbers(node.pus()),
         levels: Level::ALL.iter().map(|&l| runs(node.objects(l))).collect(),
         allowed: allowed.map(format_list),
     };
@@ -310,10 +371,8 @@ fn decode_places(d: &Devices, pus: &[u32]) -> Result<PlaceTable, String> {
     if total == 0 || held > MAX_DEPTH * n || d.kinds.len() > usize::from(u16::MAX) {
         return Err("no places, or far more than the machine's PUs allow".into());
     }
-    let mut t = PlaceTable {
-        kinds: d.kinds.clone(),
-        ..PlaceTable::default()
-    };
+    // Sized once: both totals are known and bounded above.
+    let mut t = PlaceTable::with_capacity(d.kinds.clone(), total as usize, held as usize);
     // Each place's PUs as positions in `pus`, to check it lies inside its parent.
     let mut spans: Vec<(u64, u64)> = Vec::with_capacity(total as usize);
     for &[kind, index, parent, per_parent, start, width, count] in &d.places {
@@ -341,11 +400,7 @@ fn decode_places(d: &Devices, pus: &[u32]) -> Result<PlaceTable, String> {
             }
             spans.push((a, b));
             let from = t.pool.len();
-            let seg = &pus[a as usize..b as usize];
-            t.pool.extend_from_slice(seg);
-            if !seg.is_sorted() {
-                t.pool[from..].sort_unstable();
-            }
+            t.pool.extend_from_slice(&pus[a as usize..b as usize]);
             t.push(
                 up.map(|q| q as usize),
                 kind as u16,
@@ -376,16 +431,22 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
             f.lama_node_cache
         )));
     }
-    if f.pus.is_empty() || f.pus.iter().any(|&c| c > MAX_CPU) {
-        return Err(invalid("no CPUs, or a CPU number out of range".into()));
+    let pus: Vec<u32> = numbers(&f.pus, MAX_CPU as usize + 1, u64::from(MAX_CPU))
+        .map_err(|e| invalid(format!("PUs: {e}")))?
+        .into_iter()
+        .map(|c| c as u32)
+        .collect();
+    if pus.is_empty() {
+        return Err(invalid("no CPUs".into()));
     }
-    let mut sorted = f.pus.clone();
-    sorted.sort_unstable();
-    sorted.dedup();
-    if sorted.len() != f.pus.len() {
-        return Err(invalid("a CPU listed twice".into()));
+    // Which CPU numbers the machine has, by number: each step checks every list against it.
+    let mut known = vec![false; pus.iter().max().map_or(0, |&m| m as usize + 1)];
+    for &c in &pus {
+        if std::mem::replace(&mut known[c as usize], true) {
+            return Err(invalid("a CPU listed twice".into()));
+        }
     }
-    let n = f.pus.len();
+    let n = pus.len();
     let levels: Vec<Vec<Span>> = f
         .levels
         .iter()
@@ -397,7 +458,7 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
         .map_err(|_| invalid("not one span list per level".into()))?;
     let allowed = f
         .allowed
-        .map(|a| cpus(&a, &sorted))
+        .map(|a| cpus(&a, &known))
         .transpose()
         .map_err(|e| invalid(format!("allowed CPUs: {e}")))?;
     let locality = match devices_text.filter(|_| devices) {
@@ -405,7 +466,7 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
         None => None,
         Some(raw) => {
             let d: Devices = serde_json::from_str(raw).map_err(|e| invalid(e.to_string()))?;
-            let places = decode_places(&d, &f.pus).map_err(|e| invalid(format!("places: {e}")))?;
+            let places = decode_places(&d, &pus).map_err(|e| invalid(format!("places: {e}")))?;
             if d.numa.len() > MAX_NUMA {
                 return Err(invalid(format!("more than {MAX_NUMA} NUMA nodes")));
             }
@@ -415,7 +476,7 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
                 .map(|(os_index, list)| {
                     Ok(Numa {
                         os_index,
-                        cpus: cpus(&list, &sorted)?,
+                        cpus: cpus(&list, &known)?,
                     })
                 })
                 .collect::<Result<_, String>>()
@@ -425,11 +486,26 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
                     "a device hangs off a place that does not exist".into(),
                 ));
             }
-            Some(Locality::from_table(places, numa, d.latency, d.devices))
+            let latency = match &d.latency {
+                Some(text) => {
+                    let k = numa.len();
+                    let all = numbers(text, k * k, u64::MAX)
+                        .map_err(|e| invalid(format!("NUMA latencies: {e}")))?;
+                    if all.len() != k * k {
+                        return Err(invalid(format!(
+                            "{} NUMA latencies for {k} NUMA nodes",
+                            all.len()
+                        )));
+                    }
+                    Some(all.chunks(k.max(1)).map(<[u64]>::to_vec).collect())
+                }
+                None => None,
+            };
+            Some(Locality::from_table(places, numa, latency, d.devices))
         }
     };
     Ok(Node {
-        topology: NodeTopology::from_parts(&f.name, f.pus, levels),
+        topology: NodeTopology::from_parts(&f.name, pus, levels),
         locality,
         allowed,
     })
@@ -503,8 +579,15 @@ pub fn check_fresh(t: &NodeTopology, host: &str, allowed: &[u32]) -> Result<(), 
             t.name()
         ));
     }
-    let cpus = t.cpus();
-    if let Some(c) = allowed.iter().find(|c| cpus.binary_search(c).is_err()) {
+    // A table by CPU number rather than a sorted copy: this runs in every step.
+    let mut known = vec![false; t.pus().iter().max().map_or(0, |&m| m as usize + 1)];
+    for &c in t.pus() {
+        known[c as usize] = true;
+    }
+    if let Some(c) = allowed
+        .iter()
+        .find(|&&c| !known.get(c as usize).copied().unwrap_or(false))
+    {
         return Err(format!(
             "the topology cache does not know CPU {c}, which this step may use (CPUs changed since slurmd started)"
         ));

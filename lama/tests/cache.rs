@@ -112,11 +112,31 @@ fn damaged_caches_are_errors() {
         ),
         (
             "a huge CPU number",
-            text.replacen("\"pus\":[0,", "\"pus\":[4000000000,", 1),
+            text.replacen("\"pus\":\"0,", "\"pus\":\"4000000000,", 1),
         ),
         (
             "a CPU twice",
-            text.replacen("\"pus\":[0,", "\"pus\":[0,0,", 1),
+            text.replacen("\"pus\":\"0,", "\"pus\":\"0,0,", 1),
+        ),
+        (
+            "a PU that is not a number",
+            text.replacen("\"pus\":\"0,", "\"pus\":\"0,x,", 1),
+        ),
+        (
+            "an empty entry in the PU list",
+            text.replacen("\"pus\":\"0,", "\"pus\":\"0,,", 1),
+        ),
+        (
+            "a PU number beyond 64 bits",
+            text.replacen("\"pus\":\"0,", "\"pus\":\"99999999999999999999999,", 1),
+        ),
+        (
+            "one NUMA latency too many",
+            text.replacen("\"latency\":\"", "\"latency\":\"1,", 1),
+        ),
+        (
+            "one NUMA latency too few",
+            text.replacen("\"latency\":\"10,", "\"latency\":\"", 1),
         ),
         (
             "a device off the tree",

@@ -52,9 +52,12 @@ pub(super) fn drawings<'a>(
                                 .iter()
                                 .find(|d| &d.name == name)
                                 .map(|d| {
-                                    loc.place(d.place)
+                                    let mut cpus = loc
+                                        .place(d.place)
                                         .map(|p| p.cpus.to_vec())
-                                        .unwrap_or_default()
+                                        .unwrap_or_default();
+                                    cpus.sort_unstable();
+                                    cpus
                                 })
                                 .unwrap_or_default();
                             used.push((name.clone(), cpus, vec![r]));

@@ -130,10 +130,9 @@ pub struct Locality {
     /// OS CPU index -> index of its PU place.
     pu_place: Vec<Option<usize>>,
     depth: Vec<u32>,
-    /// Per place, `numa_words` words of a bit set of the NUMA nodes (indexes into `numa`)
-    /// sharing CPUs with it.
-    place_numa: Vec<u64>,
-    /// The same per OS CPU index.
+    /// Per OS CPU index, `numa_words` words of a bit set of its NUMA nodes (indexes into
+    /// `numa`). A place's set is the union over its CPUs, computed when a distance needs it
+    /// (for the few places devices hang off) rather than for every place of the machine.
     cpu_numa: Vec<u64>,
     numa_words: usize,
 }
@@ -170,6 +169,21 @@ impl Iterator for Bits<'_> {
     }
 }
 
+/// Working space for the distances of many tasks in a row: consecutive tasks mostly share their
+/// NUMA nodes, so the memory part of each device's distance is computed once per NUMA set.
+#[derive(Default)]
+struct Scratch {
+    /// The task's place and its ancestors, by depth.
+    chain: Vec<usize>,
+    /// The task's NUMA nodes.
+    numa: Vec<u64>,
+    /// A place's NUMA nodes.
+    theirs: Vec<u64>,
+    /// The NUMA set `memo` was computed for, and per place, its NUMA extra.
+    memo_numa: Vec<u64>,
+    memo: Vec<(usize, u64)>,
+}
+
 /// A place of a [`Locality`], borrowed from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlaceRef<'a> {
@@ -179,25 +193,59 @@ pub struct PlaceRef<'a> {
     pub kind: &'a str,
     /// hwloc logical index within its type.
     pub index: usize,
-    /// OS indexes of its CPUs, ascending.
+    /// OS indexes of its CPUs: as [`Place::cpus`] gave them, or in the machine's logical order
+    /// for a node read from its cache (not sorted there: every step would pay for it).
     pub cpus: &'a [u32],
 }
 
 /// A [`Locality`]'s places: what [`Locality::new`] makes of a list of [`Place`]s, and what the
 /// node cache decodes directly.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct PlaceTable {
     /// Distinct kind names; `kind` indexes into it.
     pub(crate) kinds: Vec<String>,
     pub(crate) parent: Vec<Option<usize>>,
     pub(crate) kind: Vec<u16>,
     pub(crate) index: Vec<usize>,
-    /// Per place, its CPUs as a range of `pool` (ascending OS indexes).
+    /// Per place, its CPUs as a range of `pool` (OS indexes, in no required order).
     pub(crate) range: Vec<(u32, u32)>,
     pub(crate) pool: Vec<u32>,
 }
 
+// Places are equal when they hold the same CPUs, in whatever order each table keeps them.
+impl PartialEq for PlaceTable {
+    fn eq(&self, other: &PlaceTable) -> bool {
+        let cpus = |t: &PlaceTable, i: usize| {
+            let (a, b) = t.range[i];
+            let mut v = t.pool[a as usize..b as usize].to_vec();
+            v.sort_unstable();
+            v
+        };
+        fn kind(t: &PlaceTable, i: usize) -> &str {
+            &t.kinds[usize::from(t.kind[i])]
+        }
+        self.parent == other.parent
+            && self.index == other.index
+            && (0..self.parent.len())
+                .all(|i| kind(self, i) == kind(other, i) && cpus(self, i) == cpus(other, i))
+    }
+}
+
+impl Eq for PlaceTable {}
+
 impl PlaceTable {
+    /// An empty table with room for `places` places holding `cpus` CPUs in all.
+    pub(crate) fn with_capacity(kinds: Vec<String>, places: usize, cpus: usize) -> PlaceTable {
+        PlaceTable {
+            kinds,
+            parent: Vec::with_capacity(places),
+            kind: Vec::with_capacity(places),
+            index: Vec::with_capacity(places),
+            range: Vec::with_capacity(places),
+            pool: Vec::with_capacity(cpus),
+        }
+    }
+
     /// The id of a kind name, added when new.
     pub(crate) fn kind_id(&mut self, name: &str) -> u16 {
         match self.kinds.iter().position(|k| k == name) {
@@ -209,7 +257,7 @@ impl PlaceTable {
         }
     }
 
-    /// Appends a place whose CPUs (ascending) are the last `cpus` pushed onto `pool`.
+    /// Appends a place whose CPUs are the last ones pushed onto `pool`, from `from` on.
     pub(crate) fn push(&mut self, parent: Option<usize>, kind: u16, index: usize, from: usize) {
         self.parent.push(parent);
         self.kind.push(kind);
@@ -265,23 +313,13 @@ impl Locality {
         }
         let latency =
             latency.filter(|m| m.len() == numa.len() && m.iter().all(|r| r.len() == numa.len()));
-        // Each CPU's NUMA nodes as a bit set, then each place's as the union over its CPUs.
+        // Each CPU's NUMA nodes as a bit set.
         let words = numa.len().div_ceil(64).max(1);
         let mut cpu_numa = vec![0u64; pu_place.len() * words];
         for (k, nd) in numa.iter().enumerate() {
             for &c in &nd.cpus {
                 if let Some(w) = cpu_numa.get_mut(c as usize * words + k / 64) {
                     *w |= 1 << (k % 64);
-                }
-            }
-        }
-        let mut place_numa = vec![0u64; n * words];
-        for i in 0..n {
-            let mine = &mut place_numa[i * words..(i + 1) * words];
-            for &c in cpus(i) {
-                let theirs = &cpu_numa[c as usize * words..(c as usize + 1) * words];
-                for (a, b) in mine.iter_mut().zip(theirs) {
-                    *a |= b;
                 }
             }
         }
@@ -292,7 +330,6 @@ impl Locality {
             devices,
             pu_place,
             depth,
-            place_numa,
             cpu_numa,
             numa_words: words,
         }
@@ -343,54 +380,86 @@ impl Locality {
         &self.places.pool[a as usize..b as usize]
     }
 
-    fn contains(outer: &[u32], inner: &[u32]) -> bool {
-        inner.iter().all(|c| outer.binary_search(c).is_ok())
+    /// The root above place `p`.
+    fn root(&self, mut p: usize) -> usize {
+        while let Some(q) = self.places.parent[p].filter(|_| self.depth[p] > 0) {
+            p = q;
+        }
+        p
     }
 
-    /// The smallest place holding every CPU of `cpus` (the machine when none fits better).
+    /// The nearest common ancestor of places `a` and `b`; `None` when they are in two trees.
+    fn common(&self, mut a: usize, mut b: usize) -> Option<usize> {
+        let up = |x: usize| self.places.parent[x].filter(|_| self.depth[x] > 0);
+        while self.depth[a] > self.depth[b] {
+            a = up(a)?;
+        }
+        while self.depth[b] > self.depth[a] {
+            b = up(b)?;
+        }
+        while a != b {
+            a = up(a)?;
+            b = up(b)?;
+        }
+        Some(a)
+    }
+
+    /// The smallest place holding every CPU of `cpus` (the machine when none fits better): in a
+    /// tree, the nearest common ancestor of their PUs' places. A CPU without a place of its own
+    /// gives the top of the tree.
     pub fn place_of(&self, cpus: &[u32]) -> usize {
-        let start = cpus
-            .first()
-            .and_then(|&c| self.pu_place.get(c as usize).copied().flatten());
-        let mut at = match start {
-            Some(p) => p,
-            None => return 0,
+        let pu = |c: u32| self.pu_place.get(c as usize).copied().flatten();
+        let Some(mut at) = cpus.first().and_then(|&c| pu(c)) else {
+            return 0;
         };
-        while !Locality::contains(self.cpus_of(at), cpus) {
-            match self.places.parent[at] {
+        for &c in &cpus[1..] {
+            match pu(c).and_then(|p| self.common(at, p)) {
                 Some(p) => at = p,
-                None => return at,
+                None => return self.root(at),
             }
         }
         at
     }
-    fn hops(&self, mut a: usize, mut b: usize) -> u64 {
-        let up = |x: usize| self.places.parent[x].unwrap_or(x);
-        let mut n = 0;
-        while self.depth[a] > self.depth[b] {
-            a = up(a);
-            n += 1;
+
+    /// `chain[d]`: the ancestor of `place` at depth `d`, up to `place` itself.
+    fn chain(&self, mut place: usize, chain: &mut Vec<usize>) {
+        chain.clear();
+        chain.resize(self.depth[place] as usize + 1, 0);
+        loop {
+            chain[self.depth[place] as usize] = place;
+            match self.places.parent[place] {
+                Some(p) if self.depth[place] > 0 => place = p,
+                _ => break,
+            }
         }
-        while self.depth[b] > self.depth[a] {
-            b = up(b);
-            n += 1;
+    }
+
+    /// Tree edges between the place whose ancestors are `chain` and `place`: up from `place` to
+    /// the first common ancestor, then down (both to their roots when there is none).
+    fn hops(&self, chain: &[usize], mut place: usize) -> u64 {
+        let below = chain.len() as u64 - 1;
+        let mut up = 0;
+        loop {
+            let d = self.depth[place] as usize;
+            if chain.get(d) == Some(&place) {
+                return up + below - d as u64;
+            }
+            match self.places.parent[place] {
+                Some(p) if d > 0 => {
+                    place = p;
+                    up += 1;
+                }
+                _ => return up + below + d as u64,
+            }
         }
-        while a != b && up(a) != a {
-            a = up(a);
-            b = up(b);
-            n += 2;
-        }
-        n
     }
 
     /// Extra weight for memory distance between the task's NUMA nodes (a bit set) and a
-    /// place's: the least over the task's nodes `a` of `10 × (lat(a,b) / lat(a,a) − 1)`, `b`
-    /// the place's nearest node to `a` (the weight grows with the latency, so the nearest
-    /// gives the least).
-    fn numa_extra(&self, task_numa: &[u64], place: usize) -> u64 {
+    /// place's (`theirs`): the least over the task's nodes `a` of `10 × (lat(a,b) / lat(a,a) −
+    /// 1)`, `b` the place's nearest node to `a` (the weight grows with the latency, so the
+    /// nearest gives the least).
+    fn numa_extra(&self, task_numa: &[u64], theirs: &[u64]) -> u64 {
         let Some(lat) = &self.latency else { return 0 };
-        let w = self.numa_words;
-        let theirs = &self.place_numa[place * w..(place + 1) * w];
         let mut best: Option<u64> = None;
         for a in Bits::new(task_numa) {
             let row = &lat[a];
@@ -422,31 +491,55 @@ impl Locality {
     /// Distance from a task running on `cpus` to every device (indexed like [`Locality::devices`]).
     pub fn distances(&self, cpus: &[u32], weights: Option<&Weights>) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.devices.len());
-        self.distances_into(cpus, weights, &mut Vec::new(), &mut out);
+        self.distances_into(cpus, weights, &mut Scratch::default(), &mut out);
         out
     }
 
-    /// [`Locality::distances`], appended to `out`; `numa` is scratch space.
+    /// [`Locality::distances`], appended to `out`, reusing `s` from the task before.
     fn distances_into(
         &self,
         cpus: &[u32],
         weights: Option<&Weights>,
-        numa: &mut Vec<u64>,
+        s: &mut Scratch,
         out: &mut Vec<u64>,
     ) {
-        let from = self.place_of(cpus);
-        self.numa_bits(cpus, numa);
-        let path = |place: usize| HOP * self.hops(from, place) + self.numa_extra(numa, place);
-        out.extend(self.devices.iter().enumerate().map(|(d, dev)| {
-            match weights.and_then(|w| w.edges(d)) {
+        self.chain(self.place_of(cpus), &mut s.chain);
+        self.numa_bits(cpus, &mut s.numa);
+        if s.numa != s.memo_numa {
+            s.memo.clear();
+            s.memo_numa.clone_from(&s.numa);
+        }
+        let mut path = |place: usize| {
+            let extra = match s.memo.iter().find(|&&(p, _)| p == place) {
+                Some(&(_, e)) => e,
+                None => {
+                    self.numa_bits(self.cpus_of(place), &mut s.theirs);
+                    let e = self.numa_extra(&s.numa, &s.theirs);
+                    s.memo.push((place, e));
+                    e
+                }
+            };
+            HOP * self.hops(&s.chain, place) + extra
+        };
+        // Devices of one place come one after another (PCI order): one path serves them all.
+        let mut last: Option<(usize, u64)> = None;
+        for (d, dev) in self.devices.iter().enumerate() {
+            out.push(match weights.and_then(|w| w.edges(d)) {
                 Some(edges) => edges
                     .iter()
                     .map(|&(place, w)| path(place) + w)
                     .min()
                     .unwrap_or(u64::MAX),
-                None => path(dev.place),
-            }
-        }));
+                None => match last {
+                    Some((p, v)) if p == dev.place => v,
+                    _ => {
+                        let v = path(dev.place);
+                        last = Some((dev.place, v));
+                        v
+                    }
+                },
+            });
+        }
     }
 
     /// The devices of `kind` that may be handed out: for NICs the OpenFabrics devices when the
@@ -558,9 +651,9 @@ pub fn choose<C: AsRef<[u32]>>(
     // task per hardware thread.
     let n = loc.devices.len();
     let mut flat = Vec::with_capacity(task_cpus.len() * n);
-    let mut numa = Vec::new();
+    let mut scratch = Scratch::default();
     for c in task_cpus {
-        loc.distances_into(c.as_ref(), weights, &mut numa, &mut flat);
+        loc.distances_into(c.as_ref(), weights, &mut scratch, &mut flat);
     }
     let dist: Vec<&[u64]> = (0..task_cpus.len())
         .map(|t| &flat[t * n..(t + 1) * n])
@@ -711,28 +804,30 @@ pub fn task_env(
     gpu_entry: &[(usize, String)],
 ) -> Vec<(String, String)> {
     let devs = &loc.devices;
-    let join = |it: Vec<String>| it.join(",");
-    let mut env = Vec::new();
+    // Written straight into each value: every task of a step builds its own.
+    fn list<'a>(items: impl Iterator<Item = &'a str>) -> String {
+        let mut out = String::new();
+        for (k, item) in items.enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            out.push_str(item);
+        }
+        out
+    }
+    let mut env = Vec::with_capacity(usize::from(want_nics) * 2 + usize::from(want_gpus) * 2);
     if want_nics {
-        env.push((
-            "LAMA_NICS".into(),
-            join(picks.nics.iter().map(|&d| devs[d].name.clone()).collect()),
-        ));
+        let nics = || picks.nics.iter().map(|&d| &devs[d]);
+        env.push(("LAMA_NICS".into(), list(nics().map(|d| d.name.as_str()))));
         env.push((
             "UCX_NET_DEVICES".into(),
-            join(
-                picks
-                    .nics
-                    .iter()
-                    .filter_map(|&d| devs[d].ucx.clone())
-                    .collect(),
-            ),
+            list(nics().filter_map(|d| d.ucx.as_deref())),
         ));
     }
     if want_gpus {
         env.push((
             "LAMA_GPUS".into(),
-            join(picks.gpus.iter().map(|&d| devs[d].name.clone()).collect()),
+            list(picks.gpus.iter().map(|&d| devs[d].name.as_str())),
         ));
         for (var, vendor) in [
             ("CUDA_VISIBLE_DEVICES", Vendor::Nvidia),
@@ -752,7 +847,7 @@ pub fn task_env(
                 })
                 .collect();
             if !entries.is_empty() {
-                env.push((var.into(), join(entries)));
+                env.push((var.into(), list(entries.iter().map(String::as_str))));
             }
         }
     }
