@@ -90,12 +90,31 @@ fn node(c: &mut Criterion) {
             })
         },
     );
+    // What `user_init` does for `--lama-nics=1`, without the tasks' own variables (each task
+    // writes its own in `task_init`, in its own process).
+    c.bench_function(
+        "UV user_init with NICs: cache and devices, place 192 tasks, a NIC each",
+        |b| {
+            b.iter(|| {
+                let n = cache::read(black_box(&file), true).expect("read");
+                cache::check_fresh(&n.topology, "n1", &all).expect("fresh");
+                let cpus = cores_to_cpus(&n.topology, "0-191", None).expect("cores");
+                let tasks = place_node(&n.topology, &cpus, &req, &ranks, false).expect("place");
+                let loc = n.locality.expect("devices");
+                choose_devices(&loc, &tasks, (1, 0), None, |_| None).expect("nics")
+            })
+        },
+    );
     let n = cache::read(&file, true).expect("read");
     let cpus = cores_to_cpus(&n.topology, "0-191", None).expect("cores");
     let tasks = place_node(&n.topology, &cpus, &req, &ranks, false).expect("place");
     let loc = n.locality.expect("devices");
     c.bench_function("UV choosing a NIC for each of 192 placed tasks", |b| {
         b.iter(|| choose_devices(&loc, black_box(&tasks), (1, 0), None, |_| None).expect("nics"))
+    });
+    let chosen = choose_devices(&loc, &tasks, (1, 0), None, |_| None).expect("nics");
+    c.bench_function("UV one task's device variables (its task_init)", |b| {
+        b.iter(|| chosen.env(&loc, black_box(100)))
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
