@@ -70,38 +70,31 @@ fn node(c: &mut Criterion) {
             })
         },
     );
-    // With a NIC per task: what `user_init` does when the step asks for `--lama-nics=1`; then
-    // the choice alone, which a GPU step's every `task_init` makes again with the GPUs Slurm
-    // wrote into that task's environment.
+    // With a NIC per task: what `user_init` does when the step asks for `--lama-nics=1` (each
+    // task then writes its own variables in `task_init`, in its own process); then the same
+    // with every task's variables, and the choice alone, which a GPU step's every `task_init`
+    // makes again with the GPUs Slurm wrote into that task's environment.
+    let user_init = || {
+        let n = cache::read(black_box(&file), true).expect("read");
+        cache::check_fresh(&n.topology, "n1", &all).expect("fresh");
+        let cpus = cores_to_cpus(&n.topology, "0-191", None).expect("cores");
+        let tasks = place_node(&n.topology, &cpus, &req, &ranks, false).expect("place");
+        let loc = n.locality.expect("devices");
+        let chosen = choose_devices(&loc, &tasks, (1, 0), None, |_| None).expect("nics");
+        (loc, tasks, chosen)
+    };
+    c.bench_function(
+        "UV user_init with NICs: cache and devices, place 192 tasks, a NIC each",
+        |b| b.iter(user_init),
+    );
     c.bench_function(
         "UV per node with NICs: cache and devices, place 192 tasks, a NIC each",
         |b| {
             b.iter(|| {
-                let n = cache::read(black_box(&file), true).expect("read");
-                cache::check_fresh(&n.topology, "n1", &all).expect("fresh");
-                let cpus = cores_to_cpus(&n.topology, "0-191", None).expect("cores");
-                let tasks = place_node(&n.topology, &cpus, &req, &ranks, false).expect("place");
-                let loc = n.locality.expect("devices");
-                let chosen = choose_devices(&loc, &tasks, (1, 0), None, |_| None).expect("nics");
-                // Then each task's own variables, as its task_init writes them.
+                let (loc, tasks, chosen) = user_init();
                 (0..tasks.len())
                     .map(|i| chosen.env(&loc, i))
                     .collect::<Vec<_>>()
-            })
-        },
-    );
-    // What `user_init` does for `--lama-nics=1`, without the tasks' own variables (each task
-    // writes its own in `task_init`, in its own process).
-    c.bench_function(
-        "UV user_init with NICs: cache and devices, place 192 tasks, a NIC each",
-        |b| {
-            b.iter(|| {
-                let n = cache::read(black_box(&file), true).expect("read");
-                cache::check_fresh(&n.topology, "n1", &all).expect("fresh");
-                let cpus = cores_to_cpus(&n.topology, "0-191", None).expect("cores");
-                let tasks = place_node(&n.topology, &cpus, &req, &ranks, false).expect("place");
-                let loc = n.locality.expect("devices");
-                choose_devices(&loc, &tasks, (1, 0), None, |_| None).expect("nics")
             })
         },
     );
