@@ -19,7 +19,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::idset::format_list;
+use crate::idset::{format_list, in_table, join_commas, table};
 use crate::level::Level;
 use crate::locality::{Device, Locality, Numa, PlaceTable};
 use crate::topology::{NodeTopology, Span};
@@ -144,29 +144,15 @@ fn cpus(list: &str, known: &[bool]) -> Result<Vec<u32>, String> {
         out.sort_unstable();
     }
     out.dedup();
-    if out
-        .iter()
-        .any(|&c| !known.get(c as usize).copied().unwrap_or(false))
-    {
+    if out.iter().any(|&c| !in_table(known, c)) {
         return Err(format!("a CPU the machine does not have in '{list}'"));
     }
     Ok(out)
 }
 
-/// Decimal numbers joined by commas, as the cache writes long lists.
-fn join_numbers<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
-    let mut out = String::new();
-    for (k, n) in items.into_iter().enumerate() {
-        if k > 0 {
-            out.push(',');
-        }
-        out.push_str(&n.to_string());
-    }
-    out
-}
-
-/// The numbers of a list written by [`join_numbers`]: at most `most`, each at most `max`.
-fn numbers(text: &str, most: usize, max: u64) -> Result<Vec<u64>, String> {
+/// The numbers of a list written by [`join_commas`]: at most `most`, each at most `max` (which
+/// `T` holds).
+fn numbers<T: TryFrom<u64>>(text: &str, most: usize, max: u64) -> Result<Vec<T>, String> {
     let bad = || {
         let start: String = text.chars().take(40).collect();
         format!("a list of numbers that is not one: '{start}'")
@@ -182,7 +168,7 @@ fn numbers(text: &str, most: usize, max: u64) -> Result<Vec<u64>, String> {
             if digits == 0 || out.len() >= most {
                 return Err(bad());
             }
-            out.push(n);
+            out.push(T::try_from(n).map_err(|_| bad())?);
             (n, digits) = (0, 0);
             continue;
         }
@@ -196,7 +182,7 @@ fn numbers(text: &str, most: usize, max: u64) -> Result<Vec<u64>, String> {
     if digits == 0 || out.len() >= most {
         return Err(bad());
     }
-    out.push(n);
+    out.push(T::try_from(n).map_err(|_| bad())?);
     Ok(out)
 }
 
@@ -338,13 +324,13 @@ pub fn encode(
             .collect(),
         latency: loc
             .latency()
-            .map(|rows| join_numbers(rows.iter().flatten())),
+            .map(|rows| join_commas(rows.iter().flatten().map(u64::to_string))),
         devices: loc.devices().to_vec(),
     });
     let file = File {
         lama_node_cache: FORMAT,
         name: node.name().to_string(),
-        pus: join_numbers(node.pus()),
+        pus: join_commas(node.pus().iter().map(u32::to_string)),
         levels: Level::ALL.iter().map(|&l| runs(node.objects(l))).collect(),
         allowed: allowed.map(format_list),
     };
@@ -432,19 +418,14 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
         )));
     }
     let pus: Vec<u32> = numbers(&f.pus, MAX_CPU as usize + 1, u64::from(MAX_CPU))
-        .map_err(|e| invalid(format!("PUs: {e}")))?
-        .into_iter()
-        .map(|c| c as u32)
-        .collect();
+        .map_err(|e| invalid(format!("PUs: {e}")))?;
     if pus.is_empty() {
         return Err(invalid("no CPUs".into()));
     }
     // Which CPU numbers the machine has, by number: each step checks every list against it.
-    let mut known = vec![false; pus.iter().max().map_or(0, |&m| m as usize + 1)];
-    for &c in &pus {
-        if std::mem::replace(&mut known[c as usize], true) {
-            return Err(invalid("a CPU listed twice".into()));
-        }
+    let known = table(&pus, pus.iter().max().map_or(0, |&m| m as usize + 1));
+    if known.iter().filter(|&&k| k).count() != pus.len() {
+        return Err(invalid("a CPU listed twice".into()));
     }
     let n = pus.len();
     let levels: Vec<Vec<Span>> = f
@@ -489,7 +470,7 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
             let latency = match &d.latency {
                 Some(text) => {
                     let k = numa.len();
-                    let all = numbers(text, k * k, u64::MAX)
+                    let all: Vec<u64> = numbers(text, k * k, u64::MAX)
                         .map_err(|e| invalid(format!("NUMA latencies: {e}")))?;
                     if all.len() != k * k {
                         return Err(invalid(format!(
@@ -580,14 +561,8 @@ pub fn check_fresh(t: &NodeTopology, host: &str, allowed: &[u32]) -> Result<(), 
         ));
     }
     // A table by CPU number rather than a sorted copy: this runs in every step.
-    let mut known = vec![false; t.pus().iter().max().map_or(0, |&m| m as usize + 1)];
-    for &c in t.pus() {
-        known[c as usize] = true;
-    }
-    if let Some(c) = allowed
-        .iter()
-        .find(|&&c| !known.get(c as usize).copied().unwrap_or(false))
-    {
+    let known = t.cpu_table();
+    if let Some(c) = allowed.iter().find(|&&c| !in_table(&known, c)) {
         return Err(format!(
             "the topology cache does not know CPU {c}, which this step may use (CPUs changed since slurmd started)"
         ));

@@ -101,6 +101,35 @@ pub fn format_list(ids: &[u32]) -> String {
     format_ranges(&ranges)
 }
 
+/// A table of `ids` by number, `len` entries long (ids from `len` on are left out): whether a
+/// number is in the set in one look-up, for checks that run in every step.
+pub fn table(ids: &[u32], len: usize) -> Vec<bool> {
+    let mut t = vec![false; len];
+    for &i in ids {
+        if let Some(slot) = t.get_mut(i as usize) {
+            *slot = true;
+        }
+    }
+    t
+}
+
+/// Whether `table` (from [`table`]) has `id`.
+pub fn in_table(table: &[bool], id: u32) -> bool {
+    table.get(id as usize).copied().unwrap_or(false)
+}
+
+/// Items joined by commas, as cpulists, the node cache and device variables are written.
+pub fn join_commas<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+    let mut out = String::new();
+    for (k, item) in items.into_iter().enumerate() {
+        if k > 0 {
+            out.push(',');
+        }
+        out.push_str(item.as_ref());
+    }
+    out
+}
+
 /// A CPU set as a hexadecimal mask the way Slurm writes them (`0x3` for CPUs 0 and 1, `0x0` for
 /// none), most significant digit first.
 pub fn hex_mask(cpus: &[u32]) -> String {

@@ -117,19 +117,10 @@ impl NodeTopology {
     /// [`NodeTopology::restrict`], borrowing the node itself when `allowed` keeps all of it (a
     /// step given the whole node need not copy it).
     pub fn restricted(&self, allowed: &[u32]) -> Result<Cow<'_, NodeTopology>, TopologyError> {
-        // A table by CPU number: every step restricts its node to the step's CPUs.
-        // Sized by the node's own CPUs: `allowed` may name any number.
-        let mut ok = vec![false; self.pus.iter().max().map_or(0, |&m| m as usize + 1)];
-        for &c in allowed {
-            if let Some(slot) = ok.get_mut(c as usize) {
-                *slot = true;
-            }
-        }
-        let keep: Vec<bool> = self
-            .pus
-            .iter()
-            .map(|&p| ok.get(p as usize).copied().unwrap_or(false))
-            .collect();
+        // A table by CPU number, sized by the node's own CPUs (`allowed` may name any number):
+        // every step restricts its node to the step's CPUs.
+        let ok = idset::table(allowed, self.cpu_table_len());
+        let keep: Vec<bool> = self.pus.iter().map(|&p| idset::in_table(&ok, p)).collect();
         if keep.iter().all(|&k| k) {
             return Ok(Cow::Borrowed(self));
         }
@@ -196,6 +187,15 @@ impl NodeTopology {
     /// OS indexes of the usable PUs, in logical order.
     pub fn pus(&self) -> &[u32] {
         &self.pus
+    }
+
+    /// The usable PUs as a table by OS index ([`idset::table`]).
+    pub fn cpu_table(&self) -> Vec<bool> {
+        idset::table(&self.pus, self.cpu_table_len())
+    }
+
+    fn cpu_table_len(&self) -> usize {
+        self.pus.iter().max().map_or(0, |&m| m as usize + 1)
     }
 
     /// OS indexes of the usable PUs, ascending.

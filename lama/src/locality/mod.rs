@@ -17,6 +17,8 @@ pub mod weights;
 
 use thiserror::Error;
 
+use crate::idset::join_commas;
+
 pub use weights::Weights;
 
 /// Weight of one tree edge.
@@ -380,9 +382,15 @@ impl Locality {
         &self.places.pool[a as usize..b as usize]
     }
 
+    /// The parent of place `p`, one level up; `None` at a root (a place whose parent does not
+    /// come before it counts as a root, as its depth says).
+    fn up(&self, p: usize) -> Option<usize> {
+        self.places.parent[p].filter(|_| self.depth[p] > 0)
+    }
+
     /// The root above place `p`.
     fn root(&self, mut p: usize) -> usize {
-        while let Some(q) = self.places.parent[p].filter(|_| self.depth[p] > 0) {
+        while let Some(q) = self.up(p) {
             p = q;
         }
         p
@@ -390,16 +398,15 @@ impl Locality {
 
     /// The nearest common ancestor of places `a` and `b`; `None` when they are in two trees.
     fn common(&self, mut a: usize, mut b: usize) -> Option<usize> {
-        let up = |x: usize| self.places.parent[x].filter(|_| self.depth[x] > 0);
         while self.depth[a] > self.depth[b] {
-            a = up(a)?;
+            a = self.up(a)?;
         }
         while self.depth[b] > self.depth[a] {
-            b = up(b)?;
+            b = self.up(b)?;
         }
         while a != b {
-            a = up(a)?;
-            b = up(b)?;
+            a = self.up(a)?;
+            b = self.up(b)?;
         }
         Some(a)
     }
@@ -425,12 +432,10 @@ impl Locality {
     fn chain(&self, mut place: usize, chain: &mut Vec<usize>) {
         chain.clear();
         chain.resize(self.depth[place] as usize + 1, 0);
-        loop {
+        chain[self.depth[place] as usize] = place;
+        while let Some(p) = self.up(place) {
+            place = p;
             chain[self.depth[place] as usize] = place;
-            match self.places.parent[place] {
-                Some(p) if self.depth[place] > 0 => place = p,
-                _ => break,
-            }
         }
     }
 
@@ -444,12 +449,12 @@ impl Locality {
             if chain.get(d) == Some(&place) {
                 return up + below - d as u64;
             }
-            match self.places.parent[place] {
-                Some(p) if d > 0 => {
+            match self.up(place) {
+                Some(p) => {
                     place = p;
                     up += 1;
                 }
-                _ => return up + below + d as u64,
+                None => return up + below + d as u64,
             }
         }
     }
@@ -804,30 +809,23 @@ pub fn task_env(
     gpu_entry: &[(usize, String)],
 ) -> Vec<(String, String)> {
     let devs = &loc.devices;
-    // Written straight into each value: every task of a step builds its own.
-    fn list<'a>(items: impl Iterator<Item = &'a str>) -> String {
-        let mut out = String::new();
-        for (k, item) in items.enumerate() {
-            if k > 0 {
-                out.push(',');
-            }
-            out.push_str(item);
-        }
-        out
-    }
+    // Values are written straight from the device names: every task of a step builds its own.
     let mut env = Vec::with_capacity(usize::from(want_nics) * 2 + usize::from(want_gpus) * 2);
     if want_nics {
         let nics = || picks.nics.iter().map(|&d| &devs[d]);
-        env.push(("LAMA_NICS".into(), list(nics().map(|d| d.name.as_str()))));
+        env.push((
+            "LAMA_NICS".into(),
+            join_commas(nics().map(|d| d.name.as_str())),
+        ));
         env.push((
             "UCX_NET_DEVICES".into(),
-            list(nics().filter_map(|d| d.ucx.as_deref())),
+            join_commas(nics().filter_map(|d| d.ucx.as_deref())),
         ));
     }
     if want_gpus {
         env.push((
             "LAMA_GPUS".into(),
-            list(picks.gpus.iter().map(|&d| devs[d].name.as_str())),
+            join_commas(picks.gpus.iter().map(|&d| devs[d].name.as_str())),
         ));
         for (var, vendor) in [
             ("CUDA_VISIBLE_DEVICES", Vendor::Nvidia),
@@ -847,7 +845,7 @@ pub fn task_env(
                 })
                 .collect();
             if !entries.is_empty() {
-                env.push((var.into(), list(entries.iter().map(String::as_str))));
+                env.push((var.into(), join_commas(&entries)));
             }
         }
     }
