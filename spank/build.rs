@@ -8,6 +8,8 @@
 //!   `.cargo/config.toml`), so the headers must declare the same SPANK interface: the item and
 //!   context numbers, the error numbers (`slurm_errno.h`) and the option structure. They are the same from 22.05 to 26.05;
 //!   headers that differ stop the build here instead of yielding a plugin that half works.
+//! - The unwinder (for catching panics) is linked in from GCC's `libgcc_eh.a`, so the plugin does
+//!   not need `libgcc_s.so.1`: see [`static_unwinder`].
 use std::path::{Path, PathBuf};
 use std::process::exit;
 
@@ -200,7 +202,42 @@ fn check(what: &str, got: &[String], want: &[&str], header: &Path, prefix: bool)
     }
 }
 
+/// Links GCC's unwinder statically, so that the plugin does not load `libgcc_s.so.1` into srun,
+/// sbatch and salloc (slurmstepd usually has it already). Loading it runs its CPU-model
+/// constructor: a dozen `cpuid` instructions, each a trap to the hypervisor in a virtual machine.
+/// That costs 0.13 ms per srun on the KVM guest of BENCHMARKS.md and more under nested
+/// virtualisation, four times what dlopen of the rest of the plugin costs. The whole archive is
+/// needed: it comes before std's objects on the link line, so nothing would be taken from it
+/// otherwise; rustc's `--as-needed` then drops `libgcc_s`. The symbols stay local to the plugin
+/// (the cdylib exports only Slurm's symbols). Without the archive (another C library or
+/// compiler), the plugin links `libgcc_s` as Rust does by default.
+fn static_unwinder() {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    if var("CARGO_CFG_TARGET_OS") != "linux" || var("CARGO_CFG_TARGET_ENV") != "gnu" {
+        return;
+    }
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    println!("cargo:rerun-if-env-changed=CC");
+    let found = std::process::Command::new(&cc)
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| PathBuf::from(s.trim()))
+        .filter(|p| p.is_absolute() && p.is_file());
+    match found.as_deref().and_then(Path::parent) {
+        Some(lib) => {
+            println!("cargo:rustc-link-search=native={}", lib.display());
+            println!("cargo:rustc-link-lib=static:+whole-archive=gcc_eh");
+        }
+        None => println!(
+            "cargo:warning={cc} knows no libgcc_eh.a: the plugin will load libgcc_s.so.1 (slower to load in a virtual machine)"
+        ),
+    }
+}
+
 fn main() {
+    static_unwinder();
     let dir = std::env::var("SLURM_INCLUDE_DIR").unwrap_or_else(|_| "/usr/include".into());
     let version_h = PathBuf::from(&dir).join("slurm/slurm_version.h");
     let spank_h = PathBuf::from(&dir).join("slurm/spank.h");
