@@ -322,9 +322,15 @@ fn node_ranks(spank: &SpankHandle) -> std::result::Result<(u32, Vec<u32>), Strin
 
 unsafe impl Plugin for Lama {
     fn setup(&mut self, _spank: &mut SpankHandle) -> Result {
-        // The crate reports caught panics through Slurm's log; the default hook would also
-        // print into the job's output.
-        std::panic::set_hook(Box::new(|_| {}));
+        // A panic is a bug: its message and place go to Slurm's log for the admin's bug
+        // report (the default hook would print them into the job's output instead). The
+        // callback that caught it then fails the step.
+        std::panic::set_hook(Box::new(|info| {
+            spank_log(
+                LogLevel::Error,
+                &format!("lama: bug: {}", info.to_string().replace('\n', " ")),
+            );
+        }));
         Ok(())
     }
 
@@ -381,7 +387,12 @@ unsafe impl Plugin for Lama {
                 let this = &*self;
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| this.prepare(spank)))
                     .unwrap_or_else(|_| Step {
-                        failure: Some("internal error while placing (a bug in lama)".into()),
+                        failure: Some(
+                            "internal error while placing (a bug in lama; slurmd's log has the details)"
+                                .into(),
+                        ),
+                        host: affinity::hostname(),
+                        nodeid: spank.job_nodeid().unwrap_or_default(),
                         ..Step::default()
                     })
             }

@@ -3,7 +3,8 @@
 # damaged, another host's, a FIFO, or rewritten while steps start; topology=FILE corrupt or a
 # FIFO; SLURM_* and lama variables set by the user; sched_setaffinity refused and
 # sched_getaffinity shrunk (a preloaded shim, tests/faults/refuse_affinity.c); Slurm's items
-# unreadable or malformed (tests/faults/fail_item.c); SLURM_HOSTFILE swapped for a FIFO, a
+# unreadable or malformed (tests/faults/fail_item.c); a panic in the plugin, caught by its own
+# unwinder (tests/faults/fail_clock.c); SLURM_HOSTFILE swapped for a FIFO, a
 # directory or a huge file after srun has read it. For each: the step runs as documented (README
 # "Faults and what happens") or fails before any task starts with the reason in srun's output;
 # slurmd survives and the next step on the same nodes works.
@@ -166,6 +167,21 @@ else not_ok "S_JOB_TOTAL_TASK_COUNT unreadable" "$got" "$(cat "$work/err")"; fi
 rm -f "$fail"
 binds_as_planned "items readable again"
 survived "after the item faults"
+
+echo "# a panic inside the plugin (the clock fails under Rust's Instant::now; preloaded shim)"
+clockshim=$work/fail_clock.so
+gcc -shared -fPIC -O2 -o "$clockshim" "$top/tests/faults/fail_clock.c" -ldl
+clockflag=$work/fail_clock
+cluster LAMA_SANDBOX_SLURMD_ENV="LD_PRELOAD=$clockshim LAMA_FAULT_FAIL_CLOCK=$clockflag"
+touch "$clockflag"
+refused "panic while placing" "internal error while placing (a bug in lama; slurmd's log has the details) (node 0 n1:" -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c
+refused "panic in a step without lama options" "internal error while placing" -N3 -n3
+if grep -q "lama: bug: panicked at" "$LAMA_SANDBOX"/log/slurmd-n1.log 2>/dev/null; then
+  ok "panic: slurmd's log says what panicked and where"
+else not_ok "panic not logged in $LAMA_SANDBOX/slurmd-n1.log" "$(tail -n 5 "$LAMA_SANDBOX"/log/slurmd-n1.log 2>&1)"; fi
+rm -f "$clockflag"
+binds_as_planned "clock working again"
+survived "after panics in the plugin"
 cluster
 
 echo "# SLURM_HOSTFILE replaced after srun read it"
