@@ -238,6 +238,11 @@ fn static_unwinder() {
 
 fn main() {
     static_unwinder();
+    // Slurm unloads every plugin just before srun and slurmstepd exit; unmapping it then costs
+    // a TLB shootdown per mapping in a multithreaded slurmstepd (IPIs: hypervisor traps in a
+    // virtual machine) and saves nothing. A loaded lama stays loaded: slurmd picks up a new
+    // build when it restarts (README, Installing).
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
     let dir = std::env::var("SLURM_INCLUDE_DIR").unwrap_or_else(|_| "/usr/include".into());
     let version_h = PathBuf::from(&dir).join("slurm/slurm_version.h");
     let spank_h = PathBuf::from(&dir).join("slurm/spank.h");

@@ -15,10 +15,32 @@ fn xml(name: &str) -> PathBuf {
     ))
 }
 
-fn scratch(name: &str) -> PathBuf {
+/// A folder of its own for one test, removed when the test ends (passing or not).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("lama-cache-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    Scratch(dir)
 }
 
 #[test]
@@ -200,5 +222,4 @@ fn caches_are_not_written_into_folders_others_can_change() {
         e.contains("writable by others than its owner (mode 777)"),
         "{e}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
