@@ -379,7 +379,7 @@ unsafe impl Plugin for Lama {
         if spank.job_stepid()? >= FIRST_SPECIAL_STEP {
             return Ok(());
         }
-        let mut st = match user_options(spank) {
+        let st = match user_options(spank) {
             Ok(u) => {
                 self.user = u;
                 // A panic here (a bug, in lama or a library) must fail the step cleanly rather
@@ -401,20 +401,6 @@ unsafe impl Plugin for Lama {
                 ..Step::default()
             },
         };
-        // TASK_MAP is the same for every task of the step: written once into the step's
-        // environment, which every task inherits, so that tasks have nothing to do when the step
-        // asks for nothing else. A heterogeneous step checks each task's ids first (task_init).
-        if st.manage_taskmap && st.per_task_map.is_none() && st.failure.is_none() {
-            let done = match &st.taskmap {
-                Some(m) => spank.setenv("TASK_MAP", m, true),
-                None => spank.unsetenv("TASK_MAP"),
-            };
-            if let Err(e) = done {
-                st.failure = Some(format!(
-                    "cannot write TASK_MAP into the step's environment: {e}"
-                ));
-            }
-        }
         // For the admin, in slurmd's log; the user sees it from task_init on the step's stderr.
         if let Some(f) = &st.failure {
             spank_log(LogLevel::Error, &format!("lama: no task started: {f}"));
@@ -427,11 +413,6 @@ unsafe impl Plugin for Lama {
         let Some(st) = &self.step else {
             return Ok(());
         };
-        // Without placement, a failure, a warning or a per-task check, nothing is per task.
-        if !st.placing && st.failure.is_none() && st.warning.is_none() && st.per_task_map.is_none()
-        {
-            return Ok(());
-        }
         let first = spank.task_id()? == 0;
         let rank = spank.task_global_id()?;
         if let Some(f) = &st.failure {
@@ -448,13 +429,16 @@ unsafe impl Plugin for Lama {
                 eprintln!("lama: warning: {w}");
             }
         }
-        if let (true, Some(map)) = (st.manage_taskmap, &st.per_task_map) {
+        if st.manage_taskmap {
             // slurmstepd has written this task's SLURM_PROCID and SLURM_NODEID by now.
-            let var = |k: &str| spank.getenv(k).ok().flatten().unwrap_or_default();
-            match (
-                &st.taskmap,
-                check_task(map, &var("SLURM_PROCID"), &var("SLURM_NODEID")),
-            ) {
+            let checked = match &st.per_task_map {
+                Some(map) => {
+                    let var = |k: &str| spank.getenv(k).ok().flatten().unwrap_or_default();
+                    check_task(map, &var("SLURM_PROCID"), &var("SLURM_NODEID"))
+                }
+                None => Ok(()),
+            };
+            match (&st.taskmap, checked) {
                 (Some(m), Ok(())) => spank.setenv("TASK_MAP", m, true)?,
                 (Some(_), Err(e)) => {
                     eprintln!("lama: warning: TASK_MAP not exported: {e}");
