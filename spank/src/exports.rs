@@ -8,9 +8,9 @@
 use std::os::raw::{c_char, c_int, c_uint};
 
 use slurm_spank::spank_sys::spank_t;
-use slurm_spank::{init_spank_handle, spank_callback_with_globals};
+use slurm_spank::{init_spank_handle, spank_callback_with_globals, Context};
 
-use crate::{Lama, SLURM_VERSION};
+use crate::{fail, Lama, SLURM_VERSION};
 
 /// The plugin's name, as `plugstack.conf` lines and Slurm's messages show it.
 #[no_mangle]
@@ -38,7 +38,25 @@ macro_rules! hook {
     };
 }
 
-hook!(slurm_spank_init, init);
+/// Called by Slurm; registers the `--lama-*` options where users give them (srun, sbatch,
+/// salloc) and where slurmstepd receives them, then runs [`Lama`]'s `init`.
+#[no_mangle]
+pub extern "C" fn slurm_spank_init(spank: spank_t, ac: c_int, argv: *const *const c_char) -> c_int {
+    spank_callback_with_globals::<Lama, _>(|plugin, options, need_setup| {
+        let mut handle = init_spank_handle(spank, ac, argv, options);
+        if need_setup {
+            plugin.setup(&mut handle)?;
+        }
+        if matches!(
+            handle.context()?,
+            Context::Local | Context::Remote | Context::Allocator
+        ) {
+            crate::options::register(spank).map_err(|e| fail(&e))?;
+        }
+        plugin.init(&mut handle)
+    })
+}
+
 hook!(slurm_spank_init_post_opt, init_post_opt);
 hook!(slurm_spank_user_init, user_init);
 hook!(slurm_spank_task_init, task_init);

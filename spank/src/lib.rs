@@ -19,14 +19,15 @@ use lama::openmp::plan_threads;
 use lama::slurm_layout::StepEnv;
 use lama::slurm_step::{
     check_step_map, check_task, choose_devices, cores_to_cpus, cpu_bind_env, place_node,
-    usable_cpus, MapCheck, NodeDevices, Options, Settings, TaskBinding, OMP_VARIABLES, OPTIONS,
+    usable_cpus, MapCheck, NodeDevices, Options, Settings, TaskBinding, OMP_VARIABLES,
 };
 use lama::taskmap::{rfc34, TaskMap};
-use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle, SpankOption};
+use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle};
 
 mod affinity;
 mod exports;
 mod node;
+mod options;
 mod probe;
 
 include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
@@ -119,25 +120,6 @@ impl Step {
             self.phases.push((what, now - t));
         }
     }
-}
-
-fn user_options(spank: &SpankHandle) -> std::result::Result<Options, String> {
-    let mut o = Options::default();
-    for info in OPTIONS {
-        let name = format!("lama-{}", info.name);
-        if info.arg.is_some() {
-            match spank.get_option_value(&name) {
-                Ok(Some(v)) => {
-                    o.set(info.name, Some(&v));
-                }
-                Ok(None) => {}
-                Err(_) => return Err(format!("invalid --{name}: the value is not UTF-8")),
-            }
-        } else if spank.is_option_set(&name) {
-            o.set(info.name, None);
-        }
-    }
-    Ok(o)
 }
 
 impl Lama {
@@ -337,18 +319,8 @@ unsafe impl Plugin for Lama {
     fn report_error(&self, _spank: &mut SpankHandle, _error: &dyn Error) {}
 
     fn init(&mut self, spank: &mut SpankHandle) -> Result {
+        // The options are registered by the exported hook (exports.rs), before this runs.
         let ctx = spank.context()?;
-        if matches!(ctx, Context::Local | Context::Remote | Context::Allocator) {
-            for info in OPTIONS {
-                let mut o = SpankOption::new(&format!("lama-{}", info.name)).usage(info.usage);
-                if let Some(arg) = info.arg {
-                    o = o.takes_value(arg);
-                }
-                spank
-                    .register_option(o)
-                    .map_err(|e| fail(&format!("cannot register --lama-{}: {e}", info.name)))?;
-            }
-        }
         let args = spank
             .plugin_argv()
             .map_err(|e| fail(&format!("plugstack.conf arguments: {e}")))?;
@@ -361,7 +333,7 @@ unsafe impl Plugin for Lama {
 
     fn init_post_opt(&mut self, spank: &mut SpankHandle) -> Result {
         if matches!(spank.context()?, Context::Local | Context::Allocator) {
-            self.user = user_options(spank).map_err(|e| fail(&e))?;
+            self.user = options::user_options().map_err(|e| fail(&e))?;
             self.settings
                 .request(&self.user, None)
                 .map_err(|e| fail(&e.to_string()))?;
@@ -379,7 +351,7 @@ unsafe impl Plugin for Lama {
         if spank.job_stepid()? >= FIRST_SPECIAL_STEP {
             return Ok(());
         }
-        let st = match user_options(spank) {
+        let st = match options::user_options() {
             Ok(u) => {
                 self.user = u;
                 // A panic here (a bug, in lama or a library) must fail the step cleanly rather

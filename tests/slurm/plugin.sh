@@ -129,6 +129,7 @@ refused "bad --lama-bind" "invalid --lama-bind '0c'" -N1 -n1 --lama-bind=0c
 refused "bad --lama-mppr" "invalid --lama-mppr '1:c,x'" -N1 -n1 --lama-mppr=1:c,x
 refused "bad --lama-order" "invalid --lama-order 'z'" -N1 -n1 --lama-order=z
 refused "bad --lama-map-by" "invalid --lama-map-by 'sockets'" -N1 -n1 --lama-map-by=sockets
+refused "--lama-map not UTF-8" "invalid --lama-map: the value is not UTF-8" -N1 -n1 --lama-map=$'c\xffs'
 refused "bad --lama-bind-to" "invalid --lama-bind-to 'cores'" -N1 -n1 --lama-bind-to=cores
 refused "bad --lama-rank-by" "invalid --lama-rank-by 'x'" -N1 -n1 --lama-rank-by=x
 refused "expert and simple mixed" "--lama-map cannot be combined with --lama-map-by" -N1 -n1 --lama-map=csbnh --lama-map-by=core
