@@ -24,7 +24,10 @@
 #   stops its own clusters in /tmp/lama-overhead-a and -b; LAMA_SLURM_PREFIX=PREFIX measures a
 #   Slurm built by contrib/slurm-build.sh instead of Debian's; LAMA_OVERHEAD_PLUGIN=PATH
 #   measures that plugin build instead of this tree's, e.g. an older lama for a before/after
-#   table)
+#   table; LAMA_OVERHEAD_KINDS="none noop taskmap" runs only those kinds, and
+#   LAMA_OVERHEAD_SHAPES="3" only those task counts, so that many more rounds fit in the same
+#   time when one ratio needs a narrower interval; LAMA_OVERHEAD_JOBS=N whole jobs, 0 for none,
+#   default min(ROUNDS, 60))
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -56,8 +59,11 @@ echo "machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /pro
 allocate() {
   SLURM_CONF=$1/slurm.conf salloc --no-shell -N3 -n"$2" 2>&1 | awk '/Granted job allocation/ {print $NF}'
 }
-kinds=(none noop taskmap lama slurm bare site)
-for n in 3 $((3 * cpus)); do
+read -r -a kinds <<<"${LAMA_OVERHEAD_KINDS:-none noop taskmap lama slurm bare site}"
+for k in "${kinds[@]}"; do
+  case $k in none|noop|taskmap|lama|slurm|bare|site) ;; *) echo "overhead: unknown kind '$k' in LAMA_OVERHEAD_KINDS; valid: none noop taskmap lama slurm bare site" >&2; exit 2 ;; esac
+done
+for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
   ja=$(allocate $a "$n") jb=$(allocate $b "$n")
   [ -n "$ja" ] && [ -n "$jb" ] || { echo "overhead: no allocation on the sandbox clusters" >&2; exit 1; }
   step() {  # KIND: runs one step of that kind, prints "KIND microseconds"
@@ -104,9 +110,13 @@ for n in 3 $((3 * cpus)); do
       return sprintf("%.3f [%.3f, %.3f]", median(r, m), r[k], r[m + 1 - k])
     }
     function row(k, what, against) {
+      if (!c[k]) return
       printf "  %-7s %-50s %8.2f", k, what, med[k]
-      if (against != "") printf "   vs %-5s %s", against, ratio(k, against)
+      if (against != "" && c[against]) printf "   vs %-5s %s", against, ratio(k, against)
       printf "\n"
+    }
+    function pair(what, x, y) {
+      if (c[x] && c[y]) printf "  %-58s %8s   vs %-5s %s\n", "  " what, "", y, ratio(x, y)
     }
     END {
       printf "srun -N3 -n%d true (ms per step, median; ratio: median of per-round ratios [95%% interval])\n", n
@@ -116,10 +126,10 @@ for n in 3 $((3 * cpus)); do
       row("none", "no plugin, --cpu-bind=none", "")
       row("noop", "a SPANK plugin that does nothing", "none")
       row("taskmap", "lama without options (TASK_MAP only)", "none")
-      printf "  %-58s %8s   vs noop  %s\n", "  taskmap against the plugin that does nothing", "", ratio("taskmap", "noop")
+      pair("taskmap against the plugin that does nothing", "taskmap", "noop")
       row("lama", "lama csbnh 1c on top of task/affinity", "none")
       row("slurm", "Slurm binds: --cpu-bind=cores", "none")
-      printf "  %-58s %8s   vs slurm %s\n", "  lama against Slurm binding, both on task/affinity", "", ratio("lama", "slurm")
+      pair("lama against Slurm binding, both on task/affinity", "lama", "slurm")
       print "  cluster B, TaskPlugin=task/none, lama is the binder:"
       row("bare", "no plugin, no binding", "none")
       row("site", "lama csbnh 1c", "slurm")
@@ -129,9 +139,10 @@ for n in 3 $((3 * cpus)); do
 done
 
 # Whole jobs. Cluster C's slurmd starts without any plugin (an empty plugstack.conf).
+jobs=${LAMA_OVERHEAD_JOBS:-$(( rounds < 60 ? rounds : 60 ))}
+[ "$jobs" -gt 0 ] || exit 0
 cluster $c $((${LAMA_SANDBOX_PORT:-46800} + 2000)) task/affinity ""
 echo "required $plugin" > "$a/plugstack.conf"
-jobs=$(( rounds < 60 ? rounds : 60 ))
 out=$(mktemp)
 for i in $(seq 0 "$jobs"); do
   for k in $( ((i % 2)) && echo "none lama" || echo "lama none"); do
