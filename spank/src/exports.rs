@@ -3,7 +3,8 @@
 //! `SPANK_PLUGIN!` exports all twelve, and each call formats its context, reads an item from
 //! Slurm and opens a tracing span, in every task (`task_init_privileged`, `task_post_fork`,
 //! `task_exit`) even though lama has nothing to do there. These hooks go through the crate's own
-//! dispatcher, which keeps the plugin's state and the options, and catches any panic.
+//! dispatcher, which keeps the plugin's state and catches any panic; `slurm_spank_init` also
+//! registers the options (`crate::options`).
 
 use std::os::raw::{c_char, c_int, c_uint};
 

@@ -73,10 +73,12 @@ pub fn register(spank: spank_t) -> Result<(), String> {
         // NUL bytes) and outlives the call, and Slurm copies them.
         let rc = unsafe { spank_sys::spank_option_register(spank, &mut opt) };
         if rc != spank_sys::ESPANK_SUCCESS {
-            // SAFETY: spank_strerror returns NULL or a static NUL-terminated string.
-            let why = unsafe { spank_sys::spank_strerror(rc).as_ref() }
-                .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-                .unwrap_or_else(|| format!("SPANK error {rc}"));
+            // SAFETY: spank_strerror returns NULL (checked) or a static NUL-terminated string.
+            let why = unsafe {
+                let p = spank_sys::spank_strerror(rc);
+                (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+            }
+            .unwrap_or_else(|| format!("SPANK error {rc}"));
             return Err(format!("cannot register --lama-{}: {why}", info.name));
         }
     }
