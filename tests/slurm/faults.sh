@@ -194,12 +194,12 @@ if command -v inotifywait >/dev/null; then
   swapped() {
     local name=$1 replacement=$2 expect=$3 out
     rm -rf "$hosts"; printf 'n2\nn1\nn3\n' > "$hosts"
-    # Swapped as soon as srun has read it: a file or FIFO by one rename, a directory after
-    # removing the file. A slurmstepd may still read the file before the swap (it then exports
-    # the original map, which is right) or, for the directory, in between (no file: unset).
+    # Swapped as soon as srun has read it, in one step: a file or FIFO by a rename, a directory
+    # by exchanging the two paths (tests/faults/exchange.c). A slurmstepd may still read the file
+    # before the swap; it then exports the original map, which is right.
     (
       timeout 30 inotifywait -q -e close_nowrite "$hosts" >/dev/null 2>"$work/watch"
-      if [ -d "$replacement" ]; then rm -f "$hosts"; mv "$replacement" "$hosts"; else mv -T "$replacement" "$hosts"; fi
+      if [ -d "$replacement" ]; then "$work/exchange" "$replacement" "$hosts"; else mv -T "$replacement" "$hosts"; fi
     ) &
     local mover=$!
     sleep 0.3
@@ -213,6 +213,7 @@ if command -v inotifywait >/dev/null; then
       ok "SLURM_HOSTFILE $name: tasks run bound, TASK_MAP left unset where it was read ($unset of 3 nodes), warning shown"
     else not_ok "SLURM_HOSTFILE $name" "$out"; fi
   }
+  gcc -O2 -o "$work/exchange" "$top/tests/faults/exchange.c"
   mkfifo "$work/fifo"
   swapped "becomes a FIFO" "$work/fifo" "not a regular file"
   mkdir "$work/dir"
