@@ -19,7 +19,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::idset::{format_list, in_table, join_commas, table};
+use crate::idset::{format_list, in_table, join_commas, table_of};
 use crate::level::Level;
 use crate::locality::{Device, Locality, Numa, PlaceTable};
 use crate::topology::{NodeTopology, Span};
@@ -161,9 +161,10 @@ fn numbers<T: TryFrom<u64>>(text: &str, most: usize, max: u64) -> Result<Vec<T>,
         return Ok(Vec::new());
     }
     let mut out = Vec::with_capacity(most.min(text.len() / 2 + 1));
-    // One pass over the bytes: `n` is the number being read, `digits` how many digits it has.
+    // One pass over the bytes and a final comma: `n` is the number being read, `digits` how
+    // many digits it has.
     let (mut n, mut digits) = (0u64, 0u32);
-    for &b in text.as_bytes() {
+    for &b in text.as_bytes().iter().chain(b",") {
         if b == b',' {
             if digits == 0 || out.len() >= most {
                 return Err(bad());
@@ -179,10 +180,6 @@ fn numbers<T: TryFrom<u64>>(text: &str, most: usize, max: u64) -> Result<Vec<T>,
         };
         digits += 1;
     }
-    if digits == 0 || out.len() >= most {
-        return Err(bad());
-    }
-    out.push(T::try_from(n).map_err(|_| bad())?);
     Ok(out)
 }
 
@@ -423,7 +420,7 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
         return Err(invalid("no CPUs".into()));
     }
     // Which CPU numbers the machine has, by number: each step checks every list against it.
-    let known = table(&pus, pus.iter().max().map_or(0, |&m| m as usize + 1));
+    let known = table_of(&pus);
     if known.iter().filter(|&&k| k).count() != pus.len() {
         return Err(invalid("a CPU listed twice".into()));
     }

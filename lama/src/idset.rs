@@ -113,6 +113,11 @@ pub fn table(ids: &[u32], len: usize) -> Vec<bool> {
     t
 }
 
+/// [`table`] just long enough for `ids`.
+pub fn table_of(ids: &[u32]) -> Vec<bool> {
+    table(ids, ids.iter().max().map_or(0, |&m| m as usize + 1))
+}
+
 /// Whether `table` (from [`table`]) has `id`.
 pub fn in_table(table: &[bool], id: u32) -> bool {
     table.get(id as usize).copied().unwrap_or(false)

@@ -119,7 +119,8 @@ impl NodeTopology {
     pub fn restricted(&self, allowed: &[u32]) -> Result<Cow<'_, NodeTopology>, TopologyError> {
         // A table by CPU number, sized by the node's own CPUs (`allowed` may name any number):
         // every step restricts its node to the step's CPUs.
-        let ok = idset::table(allowed, self.cpu_table_len());
+        let len = self.pus.iter().max().map_or(0, |&m| m as usize + 1);
+        let ok = idset::table(allowed, len);
         let keep: Vec<bool> = self.pus.iter().map(|&p| idset::in_table(&ok, p)).collect();
         if keep.iter().all(|&k| k) {
             return Ok(Cow::Borrowed(self));
@@ -191,11 +192,7 @@ impl NodeTopology {
 
     /// The usable PUs as a table by OS index ([`idset::table`]).
     pub fn cpu_table(&self) -> Vec<bool> {
-        idset::table(&self.pus, self.cpu_table_len())
-    }
-
-    fn cpu_table_len(&self) -> usize {
-        self.pus.iter().max().map_or(0, |&m| m as usize + 1)
+        idset::table_of(&self.pus)
     }
 
     /// OS indexes of the usable PUs, ascending.

@@ -89,85 +89,77 @@ fn damaged_caches_are_errors() {
     let good = dir.join("good.json");
     write(&good, &node, &loc).expect("write");
     let text = std::fs::read_to_string(&good).expect("text");
+    // The good file with its first `from` replaced by `to`.
+    let damage = |from: &str, to: &str| text.replacen(from, to, 1);
     let cases = [
         ("truncated", text[..text.len() / 2].to_string()),
         ("not JSON", "<topology/>".to_string()),
         (
             "another format",
-            text.replacen(
+            damage(
                 &format!("\"lama_node_cache\":{}", lama::cache::FORMAT),
                 &format!("\"lama_node_cache\":{}", lama::cache::FORMAT - 1),
-                1,
             ),
         ),
         (
             "a place of an unknown kind",
-            text.replacen("\"places\":[[0,", "\"places\":[[99,", 1),
+            damage("\"places\":[[0,", "\"places\":[[99,"),
         ),
         (
             "places beyond the machine's PUs",
-            text.replacen("\"places\":[[0,0,0,1,0,", "\"places\":[[0,0,0,1,5,", 1),
+            damage("\"places\":[[0,0,0,1,0,", "\"places\":[[0,0,0,1,5,"),
         ),
         (
             "billions of places in one run",
-            text.replacen(
+            damage(
                 "\"places\":[[0,0,0,1,0,32,1]",
                 "\"places\":[[0,0,0,1,0,32,4000000000]",
-                1,
             ),
         ),
         (
             "a place outside its parent",
-            text.replacen(
+            damage(
                 "\"places\":[[0,0,0,1,0,32,1]",
                 "\"places\":[[0,0,0,1,0,16,1]",
-                1,
             ),
         ),
         (
             "a place before its parent",
-            text.replacen(
+            damage(
                 "\"places\":[[0,0,0,1,0,32,1],[",
                 "\"places\":[[0,0,0,1,0,32,1],[0,0,9,1,0,1,1],[",
-                1,
             ),
         ),
         (
             "a huge CPU number",
-            text.replacen("\"pus\":\"0,", "\"pus\":\"4000000000,", 1),
+            damage("\"pus\":\"0,", "\"pus\":\"4000000000,"),
         ),
-        (
-            "a CPU twice",
-            text.replacen("\"pus\":\"0,", "\"pus\":\"0,0,", 1),
-        ),
+        ("a CPU twice", damage("\"pus\":\"0,", "\"pus\":\"0,0,")),
         (
             "a PU that is not a number",
-            text.replacen("\"pus\":\"0,", "\"pus\":\"0,x,", 1),
+            damage("\"pus\":\"0,", "\"pus\":\"0,x,"),
         ),
         (
             "an empty entry in the PU list",
-            text.replacen("\"pus\":\"0,", "\"pus\":\"0,,", 1),
+            damage("\"pus\":\"0,", "\"pus\":\"0,,"),
         ),
         (
             "a PU number beyond 64 bits",
-            text.replacen("\"pus\":\"0,", "\"pus\":\"99999999999999999999999,", 1),
+            damage("\"pus\":\"0,", "\"pus\":\"99999999999999999999999,"),
         ),
         (
             "one NUMA latency too many",
-            text.replacen("\"latency\":\"", "\"latency\":\"1,", 1),
+            damage("\"latency\":\"", "\"latency\":\"1,"),
         ),
         (
             "one NUMA latency too few",
-            text.replacen("\"latency\":\"10,", "\"latency\":\"", 1),
+            damage("\"latency\":\"10,", "\"latency\":\""),
         ),
         (
             "a device off the tree",
-            text.replacen("\"place\":", "\"place\":99999,\"x\":", 1),
+            damage("\"place\":", "\"place\":99999,\"x\":"),
         ),
-        (
-            "no levels",
-            text.replacen("\"levels\":[", "\"levels\":[[],", 1),
-        ),
+        ("no levels", damage("\"levels\":[", "\"levels\":[[],")),
     ];
     for (what, body) in cases {
         assert_ne!(body, text, "{what}: the damage was not applied");

@@ -6,10 +6,11 @@
 //! dispatcher, which keeps the plugin's state and catches any panic; `slurm_spank_init` also
 //! registers the options (`crate::options`).
 
+use std::error::Error;
 use std::os::raw::{c_char, c_int, c_uint};
 
 use slurm_spank::spank_sys::spank_t;
-use slurm_spank::{init_spank_handle, spank_callback_with_globals, Context};
+use slurm_spank::{init_spank_handle, spank_callback_with_globals, Context, SpankHandle};
 
 use crate::{fail, Lama, SLURM_VERSION};
 
@@ -24,7 +25,7 @@ pub static plugin_type: [u8; 6] = *b"spank\0";
 pub static plugin_version: c_uint = SLURM_VERSION;
 
 macro_rules! hook {
-    ($symbol:ident, $method:ident) => {
+    ($symbol:ident, $method:ident $(, $first:path)?) => {
         /// Called by Slurm; runs [`Lama`]'s callback of the same name.
         #[no_mangle]
         pub extern "C" fn $symbol(spank: spank_t, ac: c_int, argv: *const *const c_char) -> c_int {
@@ -33,31 +34,26 @@ macro_rules! hook {
                 if need_setup {
                     plugin.setup(&mut handle)?;
                 }
+                $($first(spank, &handle)?;)?
                 plugin.$method(&mut handle)
             })
         }
     };
 }
 
-/// Called by Slurm; registers the `--lama-*` options where users give them (srun, sbatch,
-/// salloc) and where slurmstepd receives them, then runs [`Lama`]'s `init`.
-#[no_mangle]
-pub extern "C" fn slurm_spank_init(spank: spank_t, ac: c_int, argv: *const *const c_char) -> c_int {
-    spank_callback_with_globals::<Lama, _>(|plugin, options, need_setup| {
-        let mut handle = init_spank_handle(spank, ac, argv, options);
-        if need_setup {
-            plugin.setup(&mut handle)?;
-        }
-        if matches!(
-            handle.context()?,
-            Context::Local | Context::Remote | Context::Allocator
-        ) {
-            crate::options::register(spank).map_err(|e| fail(&e))?;
-        }
-        plugin.init(&mut handle)
-    })
+/// Before `init`: registers the `--lama-*` options where users give them (srun, sbatch,
+/// salloc) and where slurmstepd receives them.
+fn register_options(spank: spank_t, handle: &SpankHandle) -> Result<(), Box<dyn Error>> {
+    if matches!(
+        handle.context()?,
+        Context::Local | Context::Remote | Context::Allocator
+    ) {
+        crate::options::register(spank).map_err(|e| fail(&e))?;
+    }
+    Ok(())
 }
 
+hook!(slurm_spank_init, init, register_options);
 hook!(slurm_spank_init_post_opt, init_post_opt);
 hook!(slurm_spank_user_init, user_init);
 hook!(slurm_spank_task_init, task_init);

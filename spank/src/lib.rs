@@ -385,24 +385,13 @@ unsafe impl Plugin for Lama {
         let Some(st) = &self.step else {
             return Ok(());
         };
-        // The usual step, TASK_MAP only: no item to read. (Written in each task, not once into
-        // the step's environment in user_init: Slurm's setenv allocates a 256 KiB buffer, and
-        // the first one in the multithreaded slurmstepd costs an mmap and munmap, about 80 us
-        // more in user_init here, against about 25 us in each task's own process, in parallel.)
-        if !st.placing && st.failure.is_none() && st.warning.is_none() && st.per_task_map.is_none()
-        {
-            if st.manage_taskmap {
-                match &st.taskmap {
-                    Some(m) => spank.setenv("TASK_MAP", m, true)?,
-                    None => spank.unsetenv("TASK_MAP")?,
-                }
-            }
-            return Ok(());
-        }
-        let first = spank.task_id()? == 0;
-        let rank = spank.task_global_id()?;
+        // Slurm's items are read only where something needs them: the usual step, TASK_MAP
+        // only, reads none. (TASK_MAP is written in each task, not once into the step's
+        // environment in user_init: Slurm's setenv allocates a 256 KiB buffer, and the first one
+        // in the multithreaded slurmstepd costs an mmap and munmap, about 80 us more in user_init
+        // here, against about 25 us in each task's own process, in parallel.)
         if let Some(f) = &st.failure {
-            if first {
+            if spank.task_id()? == 0 {
                 eprintln!(
                     "lama: error: {f} (node {} {}: no task of this step was started there)",
                     st.nodeid, st.host
@@ -410,8 +399,8 @@ unsafe impl Plugin for Lama {
             }
             return Err(Box::new(Reported));
         }
-        if first {
-            if let Some(w) = &st.warning {
+        if let Some(w) = &st.warning {
+            if spank.task_id()? == 0 {
                 eprintln!("lama: warning: {w}");
             }
         }
@@ -436,6 +425,8 @@ unsafe impl Plugin for Lama {
         if !st.placing {
             return Ok(());
         }
+        let first = spank.task_id()? == 0;
+        let rank = spank.task_global_id()?;
         let Ok(i) = st.tasks.binary_search_by_key(&rank, |t| t.rank) else {
             eprintln!(
                 "lama: error: task {rank} was not placed on node {}",
