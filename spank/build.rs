@@ -10,6 +10,8 @@
 //!   headers that differ stop the build here instead of yielding a plugin that half works.
 //! - The unwinder (for catching panics) is linked in from GCC's `libgcc_eh.a`, so the plugin does
 //!   not need `libgcc_s.so.1`: see [`static_unwinder`].
+//! - The code every step runs is laid out together by the linker script `hot.ld`: see
+//!   [`hot_layout`].
 use std::path::{Path, PathBuf};
 use std::process::exit;
 
@@ -236,8 +238,21 @@ fn static_unwinder() {
     }
 }
 
+/// Lays the plugin's hot code out together (`hot.ld`, which says why). Linux only: the script
+/// is for GNU ld and LLD on ELF.
+fn hot_layout() {
+    if std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default() != "linux" {
+        return;
+    }
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
+    let script = PathBuf::from(dir).join("hot.ld");
+    println!("cargo:rerun-if-changed={}", script.display());
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-T,{}", script.display());
+}
+
 fn main() {
     static_unwinder();
+    hot_layout();
     // Slurm unloads every plugin just before srun and slurmstepd exit; unmapping it then costs
     // a TLB shootdown per mapping in a multithreaded slurmstepd (IPIs: hypervisor traps in a
     // virtual machine) and saves nothing. A loaded lama stays loaded: slurmd picks up a new
