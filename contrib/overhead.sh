@@ -14,7 +14,7 @@
 #   site      B, lama places and binds: --lama-map=csbnh --lama-bind=1c
 # For each step shape it prints each kind's median wall time, the median of the per-round
 # ratios with a 95% confidence interval (distribution free: order statistics of the ratios),
-# then the plugin's own time per node from --lama-verbose.
+# then the plugin's own time per node from --lama-verbose (median of five steps per cluster).
 # Then whole jobs, `srun -N3 -n3 true` without an allocation (the job's start, its step, its
 # end), alternating between cluster A, whose slurmd loaded lama at start, and a third cluster
 # C whose slurmd has no plugin: slurmd runs a SPANK prolog and epilog for every job when a
@@ -89,18 +89,22 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
     for i in $(seq 1 "$rounds"); do
       for j in "${!kinds[@]}"; do step "${kinds[(i + j) % ${#kinds[@]}]}"; done
     done
+    # The plugin's own time per node, as it reports it: wall time, so a slurmstepd that the two
+    # CPUs' scheduler puts aside mid-phase reads high; five steps per cluster give a median.
     for d in $a $b; do echo "required $plugin" > "$d/plugstack.conf"; done
-    SLURM_CONF=$a/slurm.conf srun --jobid="$ja" -N3 -n"$n" --cpu-bind=none --lama-map=csbnh \
-      --lama-bind=1c --lama-verbose true 2>&1 | grep -o "node placed in .*" | sed 's/^/A /'
-    SLURM_CONF=$b/slurm.conf srun --jobid="$jb" -N3 -n"$n" --lama-map=csbnh --lama-bind=1c \
-      --lama-verbose true 2>&1 | grep -o "node placed in .*" | sed 's/^/B /'
+    for i in 1 2 3 4 5; do
+      SLURM_CONF=$a/slurm.conf srun --jobid="$ja" -N3 -n"$n" --cpu-bind=none --lama-map=csbnh \
+        --lama-bind=1c --lama-verbose true 2>&1 | grep -o "node placed in .*" | sed 's/^/A /'
+      SLURM_CONF=$b/slurm.conf srun --jobid="$jb" -N3 -n"$n" --lama-map=csbnh --lama-bind=1c \
+        --lama-verbose true 2>&1 | grep -o "node placed in .*" | sed 's/^/B /'
+    done
   } > "$out" 2>&1
   SLURM_CONF=$a/slurm.conf scancel "$ja"
   SLURM_CONF=$b/slurm.conf scancel "$jb"
   if grep -q FAILED "$out"; then grep FAILED "$out" >&2; exit 1; fi
   awk -v n="$n" '
     /^(none|noop|taskmap|lama|slurm|bare|site) [0-9]+$/ { k = $1; c[k]++; v[k, c[k]] = $2 / 1000 }
-    /node placed in/ { per[++np] = $0 }
+    /node placed in/ { cl = $1; pn[cl]++; pt[cl, pn[cl]] = $5 + 0; pl[cl, pn[cl]] = $0 }
     function sort(a, m,   i, j, t) { for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }
     function median(a, m) { return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
     # Median of the per-round ratios x/y and its 95% interval: order statistics k and m+1-k.
@@ -133,7 +137,13 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
       print "  cluster B, TaskPlugin=task/none, lama is the binder:"
       row("bare", "no plugin, no binding", "none")
       row("site", "lama csbnh 1c", "slurm")
-      for (i = 1; i <= np; i++) printf "  plugin per node (cluster %s\n", substr(per[i], 1, 1) ") " substr(per[i], 3)
+      for (x = 1; x <= 2; x++) {
+        cl = substr("AB", x, 1); m = pn[cl]; if (!m) continue
+        for (i = 1; i <= m; i++) a[i] = pt[cl, i]
+        sort(a, m); md = a[int((m + 1) / 2)]
+        for (i = 1; i <= m && pt[cl, i] != md; i++) ;
+        printf "  plugin per node, cluster %s (--lama-verbose, %d nodes): median %.2f ms [min %.2f, max %.2f]; the median node: %s\n", cl, m, md, a[1], a[m], substr(pl[cl, i], 3)
+      }
     }' "$out"
   rm -f "$out"
 done
