@@ -15,7 +15,6 @@ started=$(date +%s)
 shared=${LAMA_SHARED:-$top/../shared}
 contrib/deps.sh
 contrib/deps.sh --mpi
-contrib/deps.sh inotify-tools
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 log=$(mktemp)

@@ -185,42 +185,28 @@ survived "after panics in the plugin"
 cluster
 
 echo "# SLURM_HOSTFILE replaced after srun read it"
-if command -v inotifywait >/dev/null; then
-  hosts=$work/hosts
-  # Waits until srun has read the host file, then puts $1 in its place for slurmstepd to find.
-  # The host file n2, n1, n3 puts task 0 on node 1, task 1 on node 0 and task 2 on node 2: in
-  # RFC 34, one block of one node and one task for each, in task order.
-  original='{"version":1,"map":[[1,1,1,1],[0,1,1,1],[2,1,1,1]]}'
-  swapped() {
-    local name=$1 replacement=$2 expect=$3 out
-    rm -rf "$hosts"; printf 'n2\nn1\nn3\n' > "$hosts"
-    # Swapped as soon as srun has read it, in one step: a file or FIFO by a rename, a directory
-    # by exchanging the two paths (tests/faults/exchange.c). A slurmstepd may still read the file
-    # before the swap; it then exports the original map, which is right.
-    (
-      timeout 30 inotifywait -q -e close_nowrite "$hosts" >/dev/null 2>"$work/watch"
-      if [ -d "$replacement" ]; then "$work/exchange" "$replacement" "$hosts"; else mv -T "$replacement" "$hosts"; fi
-    ) &
-    local mover=$!
-    sleep 0.3
-    out=$(SLURM_HOSTFILE=$hosts run -n3 -m arbitrary --lama-map=csbnh --lama-bind=1c bash -c "$report; echo \"map \${TASK_MAP:-unset}\"" 2>&1)
-    wait $mover 2>/dev/null
-    local unset others
-    unset=$(grep -c '^map unset' <<<"$out")
-    others=$(grep '^map ' <<<"$out" | grep -vxcF -e 'map unset' -e "map $original")
-    if grep -qF -- "$expect" <<<"$out" && [ "$unset" -ge 1 ] && [ "$others" = 0 ] &&
-       [ "$(grep -cE '^[0-9]+ [0-9]+ [0-9]' <<<"$out")" = 3 ]; then
-      ok "SLURM_HOSTFILE $name: tasks run bound, TASK_MAP left unset where it was read ($unset of 3 nodes), warning shown"
-    else not_ok "SLURM_HOSTFILE $name" "$out"; fi
-  }
-  gcc -O2 -o "$work/exchange" "$top/tests/faults/exchange.c"
-  mkfifo "$work/fifo"
-  swapped "becomes a FIFO" "$work/fifo" "not a regular file"
-  mkdir "$work/dir"
-  swapped "becomes a directory" "$work/dir" "not a regular file"
-  truncate -s 300M "$work/huge"
-  swapped "becomes a 300 MB file" "$work/huge" "bytes is more than the"
-  survived "after the host file faults"
-else
-  not_ok "inotifywait is missing (contrib/deps.sh installs inotify-tools)"
-fi
+hosts=$(realpath -m "$work/hosts")
+swapshim=$work/swap_on_close.so
+gcc -shared -fPIC -O2 -o "$swapshim" "$top/tests/faults/swap_on_close.c" -ldl
+# srun reads the host file, then $1 takes its place before srun launches the step
+# (tests/faults/swap_on_close.c, preloaded into srun), so every slurmstepd finds the
+# replacement. The host file n2, n1, n3 puts task 0 on node 1, task 1 on node 0 and task 2 on
+# node 2: in RFC 34, one block of one node and one task for each, in task order.
+swapped() {
+  local name=$1 replacement=$2 expect=$3 out unset
+  rm -rf "$hosts"; printf 'n2\nn1\nn3\n' > "$hosts"
+  out=$(SLURM_HOSTFILE=$hosts LD_PRELOAD=$swapshim LAMA_FAULT_SWAP_PATH=$hosts LAMA_FAULT_SWAP_WITH=$replacement \
+    run -n3 -m arbitrary --lama-map=csbnh --lama-bind=1c bash -c "$report; echo \"map \${TASK_MAP:-unset}\"" 2>&1)
+  unset=$(grep -c '^map unset' <<<"$out")
+  if grep -qF -- "$expect" <<<"$out" && [ "$unset" = 3 ] &&
+     [ "$(grep -cE '^[0-9]+ [0-9]+ [0-9]' <<<"$out")" = 3 ]; then
+    ok "SLURM_HOSTFILE $name: tasks run bound, TASK_MAP left unset on all 3 nodes, warning shown"
+  else not_ok "SLURM_HOSTFILE $name" "$out"; fi
+}
+mkfifo "$work/fifo"
+swapped "becomes a FIFO" "$work/fifo" "not a regular file"
+mkdir "$work/dir"
+swapped "becomes a directory" "$work/dir" "not a regular file"
+truncate -s 300M "$work/huge"
+swapped "becomes a 300 MB file" "$work/huge" "bytes is more than the"
+survived "after the host file faults"
