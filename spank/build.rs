@@ -204,6 +204,11 @@ fn check(what: &str, got: &[String], want: &[&str], header: &Path, prefix: bool)
     }
 }
 
+/// What cargo says of the target: `target("OS")` is `CARGO_CFG_TARGET_OS`.
+fn target(what: &str) -> String {
+    std::env::var(format!("CARGO_CFG_TARGET_{what}")).unwrap_or_default()
+}
+
 /// Links GCC's unwinder statically, so that the plugin does not load `libgcc_s.so.1` into srun,
 /// sbatch and salloc (slurmstepd usually has it already). Loading it runs its CPU-model
 /// constructor: a dozen `cpuid` instructions, each a trap to the hypervisor in a virtual machine.
@@ -214,8 +219,7 @@ fn check(what: &str, got: &[String], want: &[&str], header: &Path, prefix: bool)
 /// (the cdylib exports only Slurm's symbols). Without the archive (another C library or
 /// compiler), the plugin links `libgcc_s` as Rust does by default.
 fn static_unwinder() {
-    let var = |k: &str| std::env::var(k).unwrap_or_default();
-    if var("CARGO_CFG_TARGET_OS") != "linux" || var("CARGO_CFG_TARGET_ENV") != "gnu" {
+    if target("OS") != "linux" || target("ENV") != "gnu" {
         return;
     }
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
@@ -241,7 +245,7 @@ fn static_unwinder() {
 /// Lays the plugin's hot code out together (`hot.ld`, which says why). Linux only: the script
 /// is for GNU ld and LLD on ELF.
 fn hot_layout() {
-    if std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default() != "linux" {
+    if target("OS") != "linux" {
         return;
     }
     let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());

@@ -390,8 +390,10 @@ unsafe impl Plugin for Lama {
         // environment in user_init: Slurm's setenv allocates a 256 KiB buffer, and the first one
         // in the multithreaded slurmstepd costs an mmap and munmap, about 80 us more in user_init
         // here, against about 25 us in each task's own process, in parallel.)
+        // The node's first task speaks for it.
+        let first_task = || spank.task_id().map(|id| id == 0);
         if let Some(f) = &st.failure {
-            if spank.task_id()? == 0 {
+            if first_task()? {
                 eprintln!(
                     "lama: error: {f} (node {} {}: no task of this step was started there)",
                     st.nodeid, st.host
@@ -400,7 +402,7 @@ unsafe impl Plugin for Lama {
             return Err(Box::new(Reported));
         }
         if let Some(w) = &st.warning {
-            if spank.task_id()? == 0 {
+            if first_task()? {
                 eprintln!("lama: warning: {w}");
             }
         }
@@ -425,7 +427,7 @@ unsafe impl Plugin for Lama {
         if !st.placing {
             return Ok(());
         }
-        let first = spank.task_id()? == 0;
+        let first = first_task()?;
         let rank = spank.task_global_id()?;
         let Ok(i) = st.tasks.binary_search_by_key(&rank, |t| t.rank) else {
             eprintln!(

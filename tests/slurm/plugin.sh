@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The lama SPANK plugin on the real sandbox cluster. Expected bindings come from `lama plan`,
 # expected nodes from Slurm itself (SLURM_NODEID), and affinities from /proc/self/status.
-# Usage: tests/slurm/plugin.sh LAMA_BINARY PLUGIN_SO
-#   (run from the repository; LAMA_SANDBOX and LAMA_SANDBOX_PORT name the cluster this script
+# Usage: tests/slurm/plugin.sh LAMA_BINARY PLUGIN_SO RELEASE_PLUGIN_SO
+#   (RELEASE_PLUGIN_SO is the release build for the same Slurm release, for the code-layout
+#   check; run from the repository; LAMA_SANDBOX and LAMA_SANDBOX_PORT name the cluster this script
 #   starts, restarts and leaves running; the caller stops it)
 # Prints one "ok - ..." or "not ok - ..." line per case, with the evidence under a failure.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
+release=${3:+$(realpath -m "$3")}
 # Each task prints: rank, Slurm's node index, and the CPUs it may run on.
 report='echo "$SLURM_PROCID $SLURM_NODEID $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"'
 
@@ -93,9 +95,10 @@ cluster
 
 # What each process loads: srun loads the plugin (it registers and checks the options) but not
 # libhwloc, nor libgcc_s (the plugin's unwinder is linked in: loading libgcc_s runs a dozen
-# cpuid instructions, each a trap to the hypervisor in a virtual machine); a step the cache serves does not load the hwloc helper (the task's parent is its
-# slurmstepd, which may link libhwloc itself, as Debian's does); without a cache, slurmstepd
-# loads the helper beside the plugin, and the helper reads the machine with hwloc.
+# cpuid instructions, each a trap to the hypervisor in a virtual machine); a step the cache
+# serves does not load the hwloc helper (the task's parent is its slurmstepd, which may link
+# libhwloc itself, as Debian's does); without a cache, slurmstepd loads the helper beside the
+# plugin, and the helper reads the machine with hwloc.
 for cmd in srun salloc sbatch; do
   case $cmd in
     srun) out=$(LD_DEBUG=files run -N1 -n1 --lama-map=csbnh --lama-bind=1c true 2>&1) ;;
@@ -113,21 +116,17 @@ else not_ok "slurmstepd's libraries with the cache" "$(grep -E 'lama|hwloc' <<<"
 # The code every step runs is laid out together (spank/hot.ld): a TASK_MAP-only step maps about
 # 150 KiB of the release plugin's 700 KiB of code into slurmstepd, 64 KiB per page fault (560 KiB
 # when that code was spread through the library). Rss of the plugin's executable mapping, from
-# slurmstepd's own smaps, for one step with the release build of this cluster's release (the
+# slurmstepd's own smaps, for one step with the release build for this cluster's release (the
 # other tests load the debug build, whose unoptimised code is not laid out).
-release=$work/release/liblama_spank.so
-mkdir -p "$work/release"
-include=${LAMA_SLURM_PREFIX:+$LAMA_SLURM_PREFIX/include}
-if SLURM_INCLUDE_DIR=${include:-/usr/include} cargo build --release --quiet -p lama-spank 2>"$work/err" &&
-   cp target/release/liblama_spank.so "$release"; then
-  echo "required $release" > "$LAMA_SANDBOX/plugstack.conf"
+if [ -f "$release" ]; then
+  plugstack "required $release"
   run -N1 -w n1 -n1 bash -c 'cat /proc/$PPID/smaps' >"$work/smaps" 2>&1
-  echo "required $plugin" > "$LAMA_SANDBOX/plugstack.conf"
+  plugstack "required $plugin"
   code_kib=$(awk -v p="$release" '$NF == p && $2 ~ /x/ {f = 1; next} f && /^Rss:/ {print $2; exit}' "$work/smaps")
   if [ -n "$code_kib" ] && [ "$code_kib" -le 256 ]; then
     ok "a TASK_MAP-only step maps ${code_kib} KiB of the release plugin's code into slurmstepd (at most 256)"
   else not_ok "the release plugin's code mapped by slurmstepd: ${code_kib:-no mapping found} KiB, over 256" "$(grep -A3 "$release" "$work/smaps" | head -n 12)"; fi
-else not_ok "the release plugin builds" "$(cat "$work/err")"; fi
+else not_ok "no release build of the plugin at '$release' (contrib/test.sh builds one per release)"; fi
 mv /run/lama/topology-n1.json "$work/cache-n1.json"
 maps=$(run -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c bash -c 'cat /proc/$PPID/maps' 2>&1)
 mv "$work/cache-n1.json" /run/lama/topology-n1.json
