@@ -113,6 +113,14 @@ struct Step {
 }
 
 impl Step {
+    /// The map, when exporting it is all `task_init` would do in each task: no failure or
+    /// warning to show, no per-task check, nothing placed.
+    fn taskmap_only(&self) -> Option<&str> {
+        let quiet = self.failure.is_none() && self.warning.is_none();
+        let simple = self.manage_taskmap && self.per_task_map.is_none() && !self.placing;
+        self.taskmap.as_deref().filter(|_| quiet && simple)
+    }
+
     /// Ends the current phase, named `what`.
     fn lap(&mut self, what: &'static str) {
         let now = Instant::now();
@@ -348,6 +356,7 @@ unsafe impl Plugin for Lama {
     }
 
     fn user_init(&mut self, spank: &mut SpankHandle) -> Result {
+        exports::withdraw_task_map();
         if spank.job_stepid()? >= FIRST_SPECIAL_STEP {
             return Ok(());
         }
@@ -376,6 +385,9 @@ unsafe impl Plugin for Lama {
         // For the admin, in slurmd's log; the user sees it from task_init on the step's stderr.
         if let Some(f) = &st.failure {
             spank_log(LogLevel::Error, &format!("lama: no task started: {f}"));
+        }
+        if let Some(map) = st.taskmap_only() {
+            exports::offer_task_map(map);
         }
         self.step = Some(st);
         Ok(())
