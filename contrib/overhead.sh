@@ -24,7 +24,8 @@
 #   stops its own clusters in /tmp/lama-overhead-a and -b; LAMA_SLURM_PREFIX=PREFIX measures a
 #   Slurm built by contrib/slurm-build.sh instead of Debian's; LAMA_OVERHEAD_PLUGIN=PATH
 #   measures that plugin build instead of this tree's, e.g. an older lama for a before/after
-#   table; LAMA_OVERHEAD_KINDS="none noop taskmap" runs only those kinds, and
+#   table, or a plugin that is not lama (a floor: the per-node report then says it has none);
+#   LAMA_OVERHEAD_KINDS="none noop taskmap" runs only those kinds, and
 #   LAMA_OVERHEAD_SHAPES="3" only those task counts, so that many more rounds fit in the same
 #   time when one ratio needs a narrower interval; LAMA_OVERHEAD_JOBS=N whole jobs, 0 for none,
 #   default min(ROUNDS, 60))
@@ -94,9 +95,9 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
     for d in $a $b; do echo "required $plugin" > "$d/plugstack.conf"; done
     for i in 1 2 3 4 5; do
       SLURM_CONF=$a/slurm.conf srun --jobid="$ja" -N3 -n"$n" --cpu-bind=none --lama-map=csbnh \
-        --lama-bind=1c --lama-verbose true 2>&1 | grep -o "node placed in .*" | sed 's/^/A /'
+        --lama-bind=1c --lama-verbose true 2>&1 | sed -n 's/.*\(node placed in .*\)/A \1/p' || true
       SLURM_CONF=$b/slurm.conf srun --jobid="$jb" -N3 -n"$n" --lama-map=csbnh --lama-bind=1c \
-        --lama-verbose true 2>&1 | grep -o "node placed in .*" | sed 's/^/B /'
+        --lama-verbose true 2>&1 | sed -n 's/.*\(node placed in .*\)/B \1/p' || true
     done
   } > "$out" 2>&1
   SLURM_CONF=$a/slurm.conf scancel "$ja"
@@ -137,6 +138,8 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
       print "  cluster B, TaskPlugin=task/none, lama is the binder:"
       row("bare", "no plugin, no binding", "none")
       row("site", "lama csbnh 1c", "slurm")
+      # A plugin that is not lama (LAMA_OVERHEAD_PLUGIN=a floor plugin) reports nothing.
+      if (!pn["A"] && !pn["B"]) print "  plugin per node: no --lama-verbose report from the plugin under test"
       for (x = 1; x <= 2; x++) {
         cl = substr("AB", x, 1); m = pn[cl]; if (!m) continue
         for (i = 1; i <= m; i++) a[i] = pt[cl, i]

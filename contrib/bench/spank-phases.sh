@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Where a step's SPANK time goes, per process: uprobes on libslurmfull's spank_init, spank_user,
+# spank_user_task and spank_fini (and on libc's dlopen inside spank_init) time each phase in srun,
+# in every slurmstepd and in every task, for `srun -N3 -n3 true` steps on a sandbox cluster with
+#   none   no plugin
+#   noop   the C plugin that does nothing (contrib/bench/noop_spank.c)
+#   rust   a Rust plugin that does nothing but catch panics, linked as lama is (GCC's unwinder
+#          built in, -z nodelete): what any Rust SPANK plugin costs, the floor under lama's own
+#   lama   this tree's release plugin without options (TASK_MAP only)
+# and prints the median microseconds of each phase. Each probe hit costs a few microseconds
+# itself, the same in every kind: compare kinds, not absolute figures.
+# Needs root and perf. Usage: contrib/bench/spank-phases.sh [STEPS]   (default 100 per kind;
+#   LAMA_SLURM_PREFIX=PREFIX measures a Slurm built by contrib/slurm-build.sh)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+top=$PWD
+steps=${1:-100}
+prefix=${LAMA_SLURM_PREFIX:-}
+inc=${prefix:+$prefix/include}
+inc=${inc:-/usr/include}
+libslurm=${prefix:+$prefix/lib/slurm/libslurmfull.so}
+libslurm=${libslurm:-/usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so}
+libc=$(ldd "$libslurm" | awk '$1 ~ /^libc\.so/ {print $3}')
+[ -n "$prefix" ] && export SLURM_INCLUDE_DIR=$inc PATH=$prefix/bin:$prefix/sbin:$PATH
+work=$(mktemp -d)
+dir=/tmp/lama-phases
+cleanup() {
+  perf probe -q -d 'probe_libslurmfull:*' -d 'probe_libc:*' 2>/dev/null || true
+  LAMA_SANDBOX=$dir contrib/sandbox.sh stop >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+cargo build --release --quiet -p lama-spank
+gcc -O2 -shared -fPIC -I"$inc" contrib/bench/noop_spank.c -o "$work/noop.so"
+# The Rust floor: a throwaway crate outside the tree, no dependencies.
+version=$(awk '/define SLURM_VERSION_NUMBER/ {print $3}' "$inc/slurm/slurm_version.h")
+eh=$(dirname "$(cc -print-file-name=libgcc_eh.a)")
+mkdir -p "$work/rust/src"
+cat > "$work/rust/Cargo.toml" <<EOF
+[package]
+name = "floor"
+version = "0.0.0"
+edition = "2021"
+[lib]
+crate-type = ["cdylib"]
+[workspace]
+EOF
+cat > "$work/rust/build.rs" <<EOF
+fn main() {
+    println!("cargo:rustc-link-search=native=$eh");
+    println!("cargo:rustc-link-lib=static:+whole-archive=gcc_eh");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
+}
+EOF
+cat > "$work/rust/src/lib.rs" <<EOF
+#[no_mangle]
+pub static plugin_name: [u8; 6] = *b"floor\0";
+#[no_mangle]
+pub static plugin_type: [u8; 6] = *b"spank\0";
+#[no_mangle]
+pub static plugin_version: u32 = $version;
+#[no_mangle]
+pub extern "C" fn slurm_spank_init(_: *mut u8, ac: i32, _: *const *const u8) -> i32 {
+    std::panic::catch_unwind(|| if ac < 0 { panic!("{ac}") } else { 0 }).unwrap_or(-1)
+}
+EOF
+cargo build --release --quiet --manifest-path "$work/rust/Cargo.toml" --target-dir "$work/rust/target"
+
+LAMA_SANDBOX=$dir LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-36800} contrib/sandbox.sh start >/dev/null
+export SLURM_CONF=$dir/slurm.conf
+job=$(salloc --no-shell -N3 -n3 2>&1 | awk '/Granted job allocation/ {print $NF}')
+[ -n "$job" ] || { echo "spank-phases: no allocation on the sandbox cluster" >&2; exit 1; }
+for f in spank_init spank_user spank_user_task spank_fini; do
+  perf probe -q -x "$libslurm" -a "$f" -a "$f%return"
+done
+perf probe -q -x "$libc" -a dlopen -a 'dlopen%return'
+for kind in none noop rust lama; do
+  case $kind in
+    none) line="" ;;
+    noop) line="required $work/noop.so" ;;
+    rust) line="required $work/rust/target/release/libfloor.so" ;;
+    lama) line="required $top/target/release/liblama_spank.so" ;;
+  esac
+  echo "$line" > "$dir/plugstack.conf"
+  srun --jobid="$job" -N3 -n3 true   # warm up
+  perf record -q -a -e 'probe_libslurmfull:*' -e 'probe_libc:*' -o "$work/$kind.data" -- \
+    bash -c "for i in \$(seq $steps); do srun --jobid=$job -N3 -n3 true; done" >/dev/null 2>&1
+  perf script -i "$work/$kind.data" -F comm,pid,time,event 2>/dev/null > "$work/$kind.txt"
+done
+echo "SPANK phases, median microseconds per process, $steps steps of srun -N3 -n3 true per kind"
+python3 - "$work"/{none,noop,rust,lama}.txt <<'EOF'
+import collections, re, statistics, sys
+kinds = [p.rsplit('/', 1)[1][:-4] for p in sys.argv[1:]]
+phases = ['spank_init', '  dlopen', 'spank_user', 'spank_user_task', 'spank_fini']
+res = collections.defaultdict(list)
+for path, kind in zip(sys.argv[1:], kinds):
+    events = collections.defaultdict(list)
+    for line in open(path):
+        m = re.match(r'\s*(\S+)\s+(\d+)\s+([\d.]+):\s+probe_\w+:(\w+?)(__return)?:', line)
+        if m:
+            comm, pid, t, fn, ret = m.groups()
+            events[(comm, pid)].append((float(t) * 1e6, fn, bool(ret)))
+    for (comm, _), evs in events.items():
+        start, spans = {}, collections.defaultdict(list)
+        for t, fn, ret in evs:
+            if not ret:
+                start.setdefault(fn, t)
+            elif fn in start:
+                spans[fn].append((start.pop(fn), t))
+        for fn in ('spank_init', 'spank_user', 'spank_user_task', 'spank_fini'):
+            for a, b in spans.get(fn, []):
+                # A task is a fork of slurmstepd: spank_user_task runs in the task's process.
+                res[(comm, fn, kind)].append(b - a)
+                if fn == 'spank_init':
+                    inside = [y - x for x, y in spans.get('dlopen', []) if a <= x and y <= b]
+                    if inside:
+                        res[(comm, '  dlopen', kind)].append(inside[-1])
+print(f"{'':11s} {'phase':16s}" + ''.join(f"{k:>8s}" for k in kinds))
+for comm in ('srun', 'slurmstepd'):
+    for ph in phases:
+        row = [res.get((comm, ph, k)) for k in kinds]
+        if any(row):
+            print(f"{comm:11s} {ph:16s}" + ''.join(f"{statistics.median(v):8.0f}" if v else f"{'-':>8s}" for v in row))
+EOF
