@@ -397,8 +397,9 @@ unsafe impl Plugin for Lama {
         let Some(st) = &self.step else {
             return Ok(());
         };
-        // Slurm's items are read only where something needs them: the usual step, TASK_MAP
-        // only, reads none. (TASK_MAP is written in each task, not once into the step's
+        // The usual step, TASK_MAP only, does not come here: slurm_spank_task_init
+        // (exports.rs) hands Slurm the map `user_init` offered. Slurm's items are read only
+        // where something needs them. (TASK_MAP is written in each task, not once into the step's
         // environment in user_init: Slurm's setenv allocates a 256 KiB buffer, and the first one
         // in the multithreaded slurmstepd costs an mmap and munmap, about 80 us more in user_init
         // here, against about 25 us in each task's own process, in parallel.)
