@@ -21,7 +21,7 @@ inc=${inc:-/usr/include}
 libslurm=${prefix:+$prefix/lib/slurm/libslurmfull.so}
 libslurm=${libslurm:-/usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so}
 libc=$(ldd "$libslurm" | awk '$1 ~ /^libc\.so/ {print $3}')
-[ -n "$prefix" ] && export SLURM_INCLUDE_DIR=$inc PATH=$prefix/bin:$prefix/sbin:$PATH
+if [ -n "$prefix" ]; then export SLURM_INCLUDE_DIR=$inc PATH=$prefix/bin:$prefix/sbin:$PATH; fi
 work=$(mktemp -d)
 dir=/tmp/lama-phases
 cleanup() {

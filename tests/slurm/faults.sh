@@ -17,6 +17,13 @@ n=$((3 * $(nproc)))
 step_args="-N3 -n$n -m block --lama-map=csbnh --lama-bind=1c"
 want=$(plan_lines --this-machine --nodes 3 --map csbnh --bind 1c --np "$n")
 
+# Builds the preloadable shim tests/faults/NAME.c (extra compiler flags after NAME) into the
+# work folder; prints its path.
+build_shim() {
+  local so=$work/$1.so
+  gcc -shared -fPIC -O2 "${@:2}" -o "$so" "$top/tests/faults/$1.c" -ldl
+  echo "$so"
+}
 # The placed step binds as `lama plan` says.
 binds_as_planned() {
   local name=$1 got
@@ -114,8 +121,7 @@ else not_ok "--export=NONE step" "$got" "$(cat "$work/err")"; fi
 survived "after the user-set variables"
 
 echo "# sched_setaffinity refused, sched_getaffinity shrunk (preloaded shim)"
-shim=$work/refuse_affinity.so
-gcc -shared -fPIC -O2 -o "$shim" "$top/tests/faults/refuse_affinity.c" -ldl
+shim=$(build_shim refuse_affinity)
 flag=$work/refuse
 show=$work/show
 cluster LAMA_SANDBOX_SLURMD_ENV="LD_PRELOAD=$shim LAMA_FAULT_REFUSE_AFFINITY=$flag LAMA_FAULT_SHOW_CPUS=$show"
@@ -142,8 +148,7 @@ binds_as_planned "affinity allowed again"
 survived "after sched_setaffinity refusals"
 
 echo "# Slurm's items unreadable or malformed (preloaded shim on spank_get_item)"
-itemshim=$work/fail_item.so
-gcc -shared -fPIC -O2 -I"${LAMA_SLURM_PREFIX:-/usr}/include" -o "$itemshim" "$top/tests/faults/fail_item.c" -ldl
+itemshim=$(build_shim fail_item -I"${LAMA_SLURM_PREFIX:-/usr}/include")
 fail=$work/fail_item
 cluster LAMA_SANDBOX_SLURMD_ENV="LD_PRELOAD=$itemshim LAMA_FAULT_FAIL_ITEM=$fail"
 echo 6 > "$fail"   # S_JOB_LOCAL_TASK_COUNT
@@ -169,8 +174,7 @@ binds_as_planned "items readable again"
 survived "after the item faults"
 
 echo "# a panic inside the plugin (the clock fails under Rust's Instant::now; preloaded shim)"
-clockshim=$work/fail_clock.so
-gcc -shared -fPIC -O2 -o "$clockshim" "$top/tests/faults/fail_clock.c" -ldl
+clockshim=$(build_shim fail_clock)
 clockflag=$work/fail_clock
 cluster LAMA_SANDBOX_SLURMD_ENV="LD_PRELOAD=$clockshim LAMA_FAULT_FAIL_CLOCK=$clockflag"
 touch "$clockflag"
@@ -186,8 +190,7 @@ cluster
 
 echo "# SLURM_HOSTFILE replaced after srun read it"
 hosts=$(realpath -m "$work/hosts")
-swapshim=$work/swap_on_close.so
-gcc -shared -fPIC -O2 -o "$swapshim" "$top/tests/faults/swap_on_close.c" -ldl
+swapshim=$(build_shim swap_on_close)
 # srun reads the host file, then $1 takes its place before srun launches the step
 # (tests/faults/swap_on_close.c, preloaded into srun), so every slurmstepd finds the
 # replacement. The host file n2, n1, n3 puts task 0 on node 1, task 1 on node 0 and task 2 on
