@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# A local Slurm cluster on this machine: munge, slurmctld and three slurmd nodes (n1, n2, n3),
-# each slurmd in its own UTS namespace so its tasks see their node's host name.
+# A local Slurm cluster on this machine: munge, slurmctld and N slurmd nodes (n1 ... nN, three
+# unless LAMA_SANDBOX_NODES says otherwise), each slurmd in its own UTS namespace so its tasks see
+# their node's host name.
 #
 # Usage: contrib/sandbox.sh start|stop|status|env
 #   start   install missing packages, write the configs, start the daemons, wait for the nodes
 #   stop    cancel jobs, stop every daemon this script started, remove the state directory
 #   env     print the exports a shell needs to use the cluster (eval "$(contrib/sandbox.sh env)")
 # Environment: LAMA_SANDBOX (state directory, default /tmp/lama-sandbox),
+#   LAMA_SANDBOX_NODES (how many nodes, default 3; 256 start in well under a minute here, see the
+#   README for what limits the count),
 #   LAMA_SANDBOX_PLUGIN (the plugstack.conf line written to $LAMA_SANDBOX/plugstack.conf, e.g.
 #   "required /path/liblama_spank.so"; default: no plugin; slurmstepd rereads it for every step),
 #   LAMA_SANDBOX_PLUGSTACK (use this plugstack.conf file instead),
 #   LAMA_SANDBOX_NODE (the NodeName hardware line, default this machine's sockets/cores/threads),
 #   LAMA_SANDBOX_TOPOLOGY (an hwloc XML: declare the nodes with its sockets/cores/threads),
 #   LAMA_SANDBOX_SLURMD_ENV (extra VAR=value words for the slurmd environment, e.g. HWLOC_XMLFILE=...),
-#   LAMA_SANDBOX_PORT (port base, default 16800: slurmctld on base+17, slurmd on base+101..103),
+#   LAMA_SANDBOX_PORT (port base, default 16800: slurmctld on base+17, slurmd on base+101..base+100+N),
 #   LAMA_SANDBOX_CGROUP=1 (the usual site setting: proctrack/cgroup, TaskPlugin=task/affinity,task/cgroup,
 #   ConstrainCores=yes; the node line must then match this machine),
 #   LAMA_SANDBOX_TASK_PLUGIN (TaskPlugin when neither of the cgroup settings below is given,
@@ -27,7 +30,11 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir=${LAMA_SANDBOX:-/tmp/lama-sandbox}
-nodes=(n1 n2 n3)
+count=${LAMA_SANDBOX_NODES:-3}
+[[ $count =~ ^[1-9][0-9]*$ ]] && [ "$count" -le 4096 ] ||
+  { echo "sandbox: LAMA_SANDBOX_NODES must be a whole number from 1 to 4096, not '$count'" >&2; exit 1; }
+nodes=()
+for ((i = 1; i <= count; i++)); do nodes+=("n$i"); done
 prefix=${LAMA_SLURM_PREFIX:-}
 if [ -n "$prefix" ]; then
   export PATH=$prefix/bin:$prefix/sbin:$PATH
@@ -45,12 +52,19 @@ deps() {
   "$top/contrib/deps.sh" "${pkgs[@]}"
 }
 
-# Whether a pid from a pid file names a live process (PID 1 reaps late here: look at the state).
+# Whether a process is alive (PID 1 reaps late here: a zombie counts as gone).
+running() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [ "${stat%% *}" != Z ]
+}
+
+# Whether a pid from a pid file names a live process.
 alive() {
   local pid
   pid=$(cat "$1" 2>/dev/null) || return 1
-  [ -r "/proc/$pid/stat" ] || return 1
-  ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$pid/stat"
+  running "$pid"
 }
 
 hardware() {
@@ -71,10 +85,12 @@ hardware() {
 }
 
 write_conf() {
-  mkdir -p "$dir"/{munge,state,log,spool} "$dir"/tmp/{n1,n2,n3}
+  mkdir -p "$dir"/{munge,state,log,spool}
   # Each node's own TmpFS: Slurm's PMIx plugin names its per-step directory there by uid, job
   # and step only, so nodes sharing one /tmp would collide.
-  chmod 1777 "$dir"/tmp/{n1,n2,n3}
+  local n
+  for n in "${nodes[@]}"; do mkdir -p "$dir/tmp/$n"; done
+  chmod 1777 "$dir"/tmp/*
   chmod 0755 "$dir" "$dir/munge"
   local plug=${LAMA_SANDBOX_PLUGSTACK:-$dir/plugstack.conf}
   [ -f "$plug" ] || echo "${LAMA_SANDBOX_PLUGIN:-}" > "$plug"
@@ -95,7 +111,7 @@ write_conf() {
     # device cgroups allow or deny them by number.
     mkdir -p "$dir/dev"
     for ((i = 0; i < gpus; i++)); do mknod -m 0666 "$dir/dev/nvidia$i" c 195 "$i"; done
-    printf 'AutoDetect=off\nNodeName=n[1-3] Name=gpu File=%s/dev/nvidia[0-%d]\n' "$dir" $((gpus - 1)) > "$dir/gres.conf"
+    printf 'AutoDetect=off\nNodeName=n[1-%d] Name=gpu File=%s/dev/nvidia[0-%d]\n' "$count" "$dir" $((gpus - 1)) > "$dir/gres.conf"
     gres="Gres=gpu:$gpus"
   fi
   cat > "$conf" <<CONF
@@ -125,18 +141,32 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 PlugStackConfig=$plug
 ${gres:+GresTypes=gpu}
-SlurmdTimeout=30
+SlurmdTimeout=$((30 + count / 8))
+# Every slurmd shares two CPUs: a step over hundreds of nodes needs longer than the default 10 s
+# for its launch messages to be answered.
+MessageTimeout=$((count > 32 ? 60 : 10))
 InactiveLimit=0
 KillWait=2
-NodeName=n1 NodeAddr=127.0.0.1 Port=$((port + 101)) $hw $gres State=UNKNOWN
-NodeName=n2 NodeAddr=127.0.0.1 Port=$((port + 102)) $hw $gres State=UNKNOWN
-NodeName=n3 NodeAddr=127.0.0.1 Port=$((port + 103)) $hw $gres State=UNKNOWN
-PartitionName=debug Nodes=n[1-3] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
+  for ((i = 1; i <= count; i++)); do
+    echo "NodeName=n$i NodeAddr=127.0.0.1 Port=$((port + 100 + i)) $hw $gres State=UNKNOWN"
+  done >> "$conf"
+  echo "PartitionName=debug Nodes=n[1-$count] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO" >> "$conf"
 }
 
+# The daemons' environment: nothing of the caller's but what is named here. LAMA_SANDBOX_DAEMON
+# marks every process the daemons start before a task's exec (slurmstepd), so that `stop` finds
+# them all.
 clean_env() {
-  env -i PATH=${slurm_path:-}/usr/sbin:/usr/bin:/sbin:/bin HOME=/root SLURM_CONF="$conf" ${LAMA_SANDBOX_SLURMD_ENV:-} "$@"
+  env -i PATH=${slurm_path:-}/usr/sbin:/usr/bin:/sbin:/bin HOME=/root SLURM_CONF="$conf" \
+    LAMA_SANDBOX_DAEMON="$dir" ${LAMA_SANDBOX_SLURMD_ENV:-} "$@"
+}
+
+# The pids of the processes started for this sandbox (daemons and slurmstepds).
+ours() {
+  grep -lszxF "LAMA_SANDBOX_DAEMON=$dir" /proc/[0-9]*/environ | sed -E 's|^/proc/([0-9]+)/environ$|\1|' |
+    while read -r p; do running "$p" && echo "$p"; done
+  return 0
 }
 
 start() {
@@ -153,12 +183,15 @@ start() {
     clean_env unshare --uts sh -c "hostname $n && exec slurmd -f '$conf' -N $n"
   done
   export SLURM_CONF=$conf
-  for _ in $(seq 1 100); do
-    if [ "$(sinfo -h -o '%T' 2>/dev/null | sort -u)" = "idle" ]; then
-      echo "sandbox: 3 nodes up in $dir (export SLURM_CONF=$conf)"
+  # About 0.1 s per node on two CPUs; give each a second, and at least 20 s.
+  local waited=0 limit=$((count > 20 ? count : 20)) began=$SECONDS
+  while [ $waited -lt $((limit * 5)) ]; do
+    if [ "$(sinfo -h -o '%T %D' 2>/dev/null | sort -u)" = "idle $count" ]; then
+      echo "sandbox: $count nodes up in $((SECONDS - began)) s in $dir (export SLURM_CONF=$conf)"
       return 0
     fi
     sleep 0.2
+    waited=$((waited + 1))
   done
   sinfo >&2 || true
   tail -n 20 "$dir"/log/*.log >&2 || true
@@ -166,22 +199,31 @@ start() {
 }
 
 stop() {
-  [ -f "$conf" ] && SLURM_CONF=$conf scancel --user=root >/dev/null 2>&1 || true
-  local pids=()
+  [ -f "$conf" ] && SLURM_CONF=$conf timeout 30 scancel --user=root >/dev/null 2>&1 || true
+  local pids=() f p left
   for f in "$dir"/slurmd-*.pid "$dir/slurmctld.pid" "$dir/munge/munged.pid"; do
     [ -f "$f" ] && alive "$f" && pids+=("$(cat "$f")")
   done
+  # Daemons whose pid file is gone, and slurmstepds still running a step.
+  mapfile -t -O ${#pids[@]} pids < <(ours)
   [ ${#pids[@]} -gt 0 ] && kill -TERM "${pids[@]}" 2>/dev/null || true
-  for _ in $(seq 1 50); do
-    local left=0
+  for _ in $(seq 1 100); do
+    left=0
     for p in "${pids[@]}"; do
-      [ -r "/proc/$p/stat" ] && ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$p/stat" && left=1
+      if running "$p"; then left=1; break; fi
     done
     [ $left -eq 0 ] && break
     sleep 0.1
   done
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  # What the KILL reached is gone once reaped; anything still marked is a stray.
+  for _ in $(seq 1 50); do
+    [ -z "$(ours)" ] && break
+    sleep 0.1
+  done
+  left=$(ours | tr '\n' ' ')
   rm -rf "$dir"
+  if [ -n "$left" ]; then echo "sandbox: stopped, but processes $left are still running" >&2; return 1; fi
   echo "sandbox: stopped"
 }
 

@@ -17,11 +17,13 @@
 //! | [`slurm_step`] | what the SPANK plugin decides for a step on a node, as pure functions |
 //! | [`cache`] | the node's topology and devices as text: slurmd's cache, the hwloc probe's answer |
 //! | [`idset`] | cpulists and idsets |
+//! | [`environ`] | the room in a task's environment: what fits in one variable and in `execve` |
 //! | [`limits`] | the largest sizes accepted from users, files and Slurm; bounded file reading |
 
 #![warn(missing_docs)]
 
 pub mod cache;
+pub mod environ;
 pub mod hostfile;
 #[cfg(feature = "hwloc")]
 pub mod hwloc;

@@ -38,6 +38,7 @@ macro_rules! dispatch {
     ($spank:ident, $ac:ident, $argv:ident, $method:ident $(, $first:path)?) => {
         spank_callback_with_globals::<Lama, _>(|plugin, options, need_setup| {
             let mut handle = init_spank_handle($spank, $ac, $argv, options);
+            crate::room::enter($spank);
             if need_setup {
                 plugin.setup(&mut handle)?;
             }

@@ -5,21 +5,25 @@
 //! `TASK_MAP`, `LAMA_CPUS` and the device variables. All decisions are made by
 //! `lama::slurm_step`; this crate only talks to Slurm.
 //!
-//! Failures never unwind into Slurm: a placement error is kept and reported by every task's
-//! `task_init`, which then fails so that no task of the step starts (Slurm 22.05 lets srun exit 0
-//! when `user_init` fails).
+//! Failures never unwind into Slurm: a placement error is kept, said once per node by the first
+//! task to start there, and every task of the node then ends before the user's program runs
+//! (Slurm 22.05 lets srun exit 0 when `user_init` fails). Nothing lama exports may break a task:
+//! a variable too long for one environment string, or one that would take the task's
+//! environment past what `execve` allows, is withheld and said once (`lama::environ`).
 
 use std::error::Error;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use lama::idset::format_list;
-use lama::locality::{Locality, Weights};
+use lama::environ::{
+    exec_limit, export_bytes, fit, tasks_must_check, variable_fits, ExecSize, Group,
+};
+use lama::locality::{gpus_per_task, Locality, Weights};
 use lama::openmp::plan_threads;
 use lama::slurm_layout::StepEnv;
 use lama::slurm_step::{
-    check_step_map, check_task, choose_devices, cores_to_cpus, cpu_bind_env, place_node,
-    usable_cpus, MapCheck, NodeDevices, Options, Settings, TaskBinding, OMP_VARIABLES,
+    check_step_map, choose_devices, cores_to_cpus, place_node, usable_cpus, MapCheck, NodeDevices,
+    Options, Settings, TaskBinding,
 };
 use lama::taskmap::{rfc34, TaskMap};
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle};
@@ -27,8 +31,13 @@ use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle};
 mod affinity;
 mod exports;
 mod node;
+mod once;
 mod options;
 mod probe;
+mod room;
+mod task;
+
+use once::NodeOnce;
 
 include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
 
@@ -81,7 +90,8 @@ struct Step {
     nodeid: u32,
     /// Why no task may start, when placement failed.
     failure: Option<String>,
-    /// Shown once per node, not fatal (TASK_MAP could not be computed).
+    /// Shown once per node, not fatal (TASK_MAP could not be computed). A warning that every
+    /// node would give alike is kept on node 0 only, so the step says it once.
     warning: Option<String>,
     /// Whether TASK_MAP is lama's business in this step.
     manage_taskmap: bool,
@@ -104,6 +114,13 @@ struct Step {
     /// False with `topology=FILE`: CPUs are computed and exported, not bound.
     bind: bool,
     verbose: bool,
+    /// Whether each task measures its own arguments and environment before lama exports into it
+    /// (placing steps, and steps whose environment is near what `execve` allows).
+    check_room: bool,
+    /// What `execve` allows the tasks' arguments and environment.
+    exec_limit: usize,
+    /// Lets the first of the node's tasks to notice something say it for all of them.
+    once: Option<NodeOnce>,
     /// Time `user_init` spent on this node (topology, layout, placement).
     elapsed: Duration,
     /// The same per phase, for `--lama-verbose`: where the time went.
@@ -117,7 +134,8 @@ impl Step {
     /// warning to show, no per-task check, nothing placed.
     fn taskmap_only(&self) -> Option<&str> {
         let quiet = self.failure.is_none() && self.warning.is_none();
-        let simple = self.manage_taskmap && self.per_task_map.is_none() && !self.placing;
+        let simple =
+            self.manage_taskmap && self.per_task_map.is_none() && !self.placing && !self.check_room;
         self.taskmap.as_deref().filter(|_| quiet && simple)
     }
 
@@ -169,10 +187,22 @@ impl Lama {
         st.lap("Slurm's items");
         if st.manage_taskmap {
             let env = StepEnv::from_lookup(|n| spank.getenv(n).ok().flatten());
+            // A layout that cannot be read is the same on every node, unless the host file could
+            // not be read here.
+            let unread = std::cell::Cell::new(false);
+            let step_wide = std::cell::Cell::new(true);
             let map = env
-                .taskmap(lama::slurm_layout::read_hostfile_text)
-                .map_err(|e| e.to_string())
+                .taskmap(|p| {
+                    let text = lama::slurm_layout::read_hostfile_text(p);
+                    unread.set(text.is_err());
+                    text
+                })
+                .map_err(|e| {
+                    step_wide.set(!unread.get());
+                    e.to_string()
+                })
                 .and_then(|m| {
+                    step_wide.set(false);
                     let total = spank.job_total_task_count().map_err(|e| {
                         format!("cannot read the step's task count from Slurm: {e}")
                     })?;
@@ -182,12 +212,28 @@ impl Lama {
                 });
             match map {
                 Ok((m, how)) => {
-                    st.taskmap = Some(rfc34::encode_wrapped(&m));
-                    if how == MapCheck::PerTask {
-                        st.per_task_map = Some(m);
+                    let text = rfc34::encode_wrapped(&m);
+                    if variable_fits("TASK_MAP", &text) {
+                        st.taskmap = Some(text);
+                        if how == MapCheck::PerTask {
+                            st.per_task_map = Some(m);
+                        }
+                    } else {
+                        // Every node computes the same map: node 0 says it for the step.
+                        let (_, withheld) = fit(
+                            vec![Group::task_map(text)],
+                            ExecSize::default(),
+                            |_| None,
+                            usize::MAX,
+                        );
+                        st.warning = withheld.first().map(|w| w.to_string());
+                        step_wide.set(true);
                     }
                 }
                 Err(e) => st.warning = Some(format!("TASK_MAP not exported: {e}")),
+            }
+            if step_wide.get() && st.nodeid != 0 {
+                st.warning = None;
             }
         }
         st.local_ranks = ranks.clone();
@@ -202,7 +248,29 @@ impl Lama {
             }
             Err(e) => st.failure = Some(e.to_string()),
         }
+        self.room(spank, &mut st);
         st
+    }
+
+    /// Whether the tasks must measure their environment before lama exports into it: always when
+    /// placing (each task gets several variables), and for `TASK_MAP` alone only when the
+    /// step's environment leaves less than `lama::environ::TASK_SETUP_BYTES` to spare.
+    fn room(&self, spank: &SpankHandle, st: &mut Step) {
+        if !st.placing && st.taskmap.is_none() {
+            return;
+        }
+        let propagated = spank.getenv("SLURM_RLIMIT_STACK").ok().flatten();
+        st.exec_limit = exec_limit(room::task_stack_limit(propagated.as_deref()));
+        st.check_room = st.placing
+            || match (&st.taskmap, room::measure(&[])) {
+                (Some(m), Some((size, _))) => tasks_must_check(
+                    size,
+                    export_bytes([("TASK_MAP", m.as_str())]),
+                    st.exec_limit,
+                ),
+                _ => true,
+            };
+        st.lap("environment");
     }
 
     /// Places this node's tasks and, when asked for, hands them their devices; the node's hwloc
@@ -345,9 +413,20 @@ unsafe impl Plugin for Lama {
             self.settings
                 .request(&self.user, None)
                 .map_err(|e| fail(&e.to_string()))?;
-            self.settings
+            let (_, gpus) = self
+                .settings
                 .devices(&self.user)
                 .map_err(|e| fail(&e.to_string()))?;
+            // srun takes --gpus-per-task and --gpu-bind from these variables too (sbatch and
+            // salloc export them): then every node would refuse the step, so srun does, once.
+            if gpus > 0 {
+                let get = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+                let why = gpus_per_task(get, "SLURM_TRES_BIND")
+                    .or_else(|| gpus_per_task(get, "SLURM_GPU_BIND"));
+                if let Some(why) = why {
+                    return Err(fail(&format!("--lama-gpus: {why}")));
+                }
+            }
             self.settings
                 .threads(&self.user)
                 .map_err(|e| fail(&e.to_string()))?;
@@ -386,175 +465,19 @@ unsafe impl Plugin for Lama {
         if let Some(f) = &st.failure {
             spank_log(LogLevel::Error, &format!("lama: no task started: {f}"));
         }
-        if let Some(map) = st.taskmap_only() {
-            exports::offer_task_map(map);
+        let mut st = st;
+        match st.taskmap_only() {
+            Some(map) => exports::offer_task_map(map),
+            None => st.once = Some(NodeOnce::new()),
         }
         self.step = Some(st);
         Ok(())
     }
 
     fn task_init(&mut self, spank: &mut SpankHandle) -> Result {
-        let Some(st) = &self.step else {
-            return Ok(());
-        };
-        // The usual step, TASK_MAP only, does not come here: slurm_spank_task_init
-        // (exports.rs) hands Slurm the map `user_init` offered. Slurm's items are read only
-        // where something needs them. (TASK_MAP is written in each task, not once into the step's
-        // environment in user_init: Slurm's setenv allocates a 256 KiB buffer, and the first one
-        // in the multithreaded slurmstepd costs an mmap and munmap, about 80 us more in user_init
-        // here, against about 25 us in each task's own process, in parallel.)
-        // The node's first task speaks for it.
-        let first_task = || spank.task_id().map(|id| id == 0);
-        if let Some(f) = &st.failure {
-            if first_task()? {
-                eprintln!(
-                    "lama: error: {f} (node {} {}: no task of this step was started there)",
-                    st.nodeid, st.host
-                );
-            }
-            return Err(Box::new(Reported));
+        match &self.step {
+            Some(st) => task::init(st, spank),
+            None => Ok(()),
         }
-        if let Some(w) = &st.warning {
-            if first_task()? {
-                eprintln!("lama: warning: {w}");
-            }
-        }
-        if st.manage_taskmap {
-            // slurmstepd has written this task's SLURM_PROCID and SLURM_NODEID by now.
-            let checked = match &st.per_task_map {
-                Some(map) => {
-                    let var = |k: &str| spank.getenv(k).ok().flatten().unwrap_or_default();
-                    check_task(map, &var("SLURM_PROCID"), &var("SLURM_NODEID"))
-                }
-                None => Ok(()),
-            };
-            match (&st.taskmap, checked) {
-                (Some(m), Ok(())) => spank.setenv("TASK_MAP", m, true)?,
-                (Some(_), Err(e)) => {
-                    eprintln!("lama: warning: TASK_MAP not exported: {e}");
-                    spank.unsetenv("TASK_MAP")?;
-                }
-                (None, _) => spank.unsetenv("TASK_MAP")?,
-            }
-        }
-        if !st.placing {
-            return Ok(());
-        }
-        let first = first_task()?;
-        let rank = spank.task_global_id()?;
-        let Ok(i) = st.tasks.binary_search_by_key(&rank, |t| t.rank) else {
-            eprintln!(
-                "lama: error: task {rank} was not placed on node {}",
-                st.host
-            );
-            return Err(Box::new(Reported));
-        };
-        let t = &st.tasks[i];
-        let list = format_list(&t.cpus);
-        spank.setenv("LAMA_CPUS", &list, true)?;
-        // Set when Slurm's task plugin bound the task (task/affinity); lama's binding replaces it.
-        let slurm_bind = spank.getenv("SLURM_CPU_BIND").ok().flatten();
-        let before = if st.verbose && st.bind && slurm_bind.is_some() {
-            affinity::allowed().ok()
-        } else {
-            None
-        };
-        if st.bind {
-            if let Err(e) = affinity::bind(&t.cpus) {
-                eprintln!(
-                    "lama: error: cannot bind task {rank} on {} to cpus {list}: {e}",
-                    st.host
-                );
-                return Err(Box::new(Reported));
-            }
-            if let Some(previous) = slurm_bind {
-                let local: Vec<&[u32]> = st
-                    .local_ranks
-                    .iter()
-                    .filter_map(|r| st.tasks.binary_search_by_key(r, |t| t.rank).ok())
-                    .map(|j| st.tasks[j].cpus.as_slice())
-                    .collect();
-                for (k, v) in cpu_bind_env(&previous, &local) {
-                    spank.setenv(&k, &v, true)?;
-                }
-            }
-        }
-        let devices = match &st.devices {
-            Some(d) => match d.for_task(spank, &st.tasks, i) {
-                Ok(v) => v,
-                Err(e) => {
-                    eprintln!("lama: error: task {rank} on {}: {e}", st.host);
-                    return Err(Box::new(Reported));
-                }
-            },
-            None => Vec::new(),
-        };
-        for (k, v) in &devices {
-            spank.setenv(k, v, true)?;
-        }
-        let mut omp = st.omp.get(i).map(Vec::as_slice).unwrap_or_default();
-        if !omp.is_empty() && !st.omp_replace {
-            let set: Vec<&str> = OMP_VARIABLES
-                .into_iter()
-                .filter(|k| matches!(spank.getenv(k), Ok(Some(_))))
-                .collect();
-            if !set.is_empty() {
-                if first {
-                    eprintln!(
-                        "lama: note: the job sets {}, so lama's OpenMP places are not exported (--lama-omp-override replaces them)",
-                        set.join(", ")
-                    );
-                }
-                omp = &[];
-            }
-        }
-        for (k, v) in omp {
-            spank.setenv(k, v, true)?;
-        }
-        if st.verbose {
-            let how = if st.bind { "bound to" } else { "computed" };
-            let shown: String = devices
-                .iter()
-                .filter(|(k, _)| k.starts_with("LAMA_"))
-                .map(|(k, v)| format!(" {}={v}", k.to_lowercase().replace("lama_", "")))
-                .chain(
-                    omp.iter()
-                        .filter(|(k, _)| k == "OMP_PLACES")
-                        .map(|(_, v)| format!(" omp_places={v}")),
-                )
-                .collect();
-            let cost = if first {
-                let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-                let phases: Vec<String> = st
-                    .phases
-                    .iter()
-                    .map(|(what, d)| format!("{what} {:.3}", ms(*d)))
-                    .collect();
-                format!(
-                    " (node placed in {:.2} ms: {})",
-                    ms(st.elapsed),
-                    phases.join(", ")
-                )
-            } else {
-                String::new()
-            };
-            let replaced = match before {
-                Some(b) if b != t.cpus => format!(" (replaces Slurm's cpus {})", format_list(&b)),
-                _ => String::new(),
-            };
-            // In a heterogeneous step, the ids the task sees span every component.
-            let id = |k: &str, own: u32| match spank.getenv(k) {
-                Ok(Some(v)) if st.het => v,
-                _ => own.to_string(),
-            };
-            eprintln!(
-                "lama: task {} on {} (node {}): {how} cpus {list} {}{shown}{replaced}{cost}",
-                id("SLURM_PROCID", rank),
-                st.host,
-                id("SLURM_NODEID", st.nodeid),
-                t.picture.as_deref().unwrap_or_default()
-            );
-        }
-        Ok(())
     }
 }

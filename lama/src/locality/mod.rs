@@ -707,6 +707,31 @@ pub struct AllowedGpus {
     pub entries: Vec<(usize, String)>,
 }
 
+/// Why lama cannot choose among a step's GPUs when Slurm gives or binds them task by task, read
+/// through `get`: `--gpus-per-task` (`SLURM_GPUS_PER_TASK`, or a GPU in `SLURM_TRES_PER_TASK`) or
+/// a GPU binding other than `none` in `bind_var` (`SLURMD_TRES_BIND` in a task; srun reads
+/// `SLURM_TRES_BIND` and `SLURM_GPU_BIND` from its environment). `None` when neither is set.
+pub fn gpus_per_task(get: impl Fn(&str) -> Option<String>, bind_var: &str) -> Option<String> {
+    let per_task = get("SLURM_TRES_PER_TASK").is_some_and(|t| t.contains("gpu"))
+        || get("SLURM_GPUS_PER_TASK").is_some_and(|t| !t.trim().is_empty());
+    if per_task {
+        return Some("Slurm gives this step's GPUs task by task (--gpus-per-task), and its variables in each task then do not name the step's GPUs reliably, so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N), or leave GPUs to Slurm (no --lama-gpus)".into());
+    }
+    let bind = get(bind_var)?;
+    let gpu = bind
+        .split(['+', ';'])
+        .map(str::trim)
+        .find_map(|b| {
+            b.strip_prefix("gres/gpu:")
+                .or_else(|| b.strip_prefix("gpu:"))
+        })
+        .or_else(|| (bind_var == "SLURM_GPU_BIND").then_some(bind.trim()));
+    let how = gpu.filter(|h| !h.is_empty() && !h.starts_with("none"))?;
+    Some(format!(
+        "Slurm binds GPUs task by task in this step (gpu:{how}, from --gpus-per-task or --gpu-bind), so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N) without --gpu-bind, or leave GPUs to Slurm (no --lama-gpus)"
+    ))
+}
+
 /// The GPUs a job may use, from what Slurm's GPU allocation exported: `CUDA_VISIBLE_DEVICES`
 /// (NVIDIA), `ROCR_VISIBLE_DEVICES` (AMD), `ZE_AFFINITY_MASK` (Intel), read through `get`.
 ///
@@ -723,23 +748,8 @@ pub fn allowed_gpus(
     loc: &Locality,
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<AllowedGpus>, LocalityError> {
-    let per_task = get("SLURM_TRES_PER_TASK").is_some_and(|t| t.contains("gpu"))
-        || get("SLURM_GPUS_PER_TASK").is_some_and(|t| !t.trim().is_empty());
-    if per_task {
-        return Err(LocalityError::Allowed(
-            "Slurm gives this step's GPUs task by task (--gpus-per-task), and its variables in each task then do not name the step's GPUs reliably, so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N), or leave GPUs to Slurm (no --lama-gpus)".into(),
-        ));
-    }
-    if let Some(bind) = get("SLURMD_TRES_BIND") {
-        let gpu = bind.split(['+', ';']).map(str::trim).find_map(|b| {
-            b.strip_prefix("gres/gpu:")
-                .or_else(|| b.strip_prefix("gpu:"))
-        });
-        if let Some(how) = gpu.filter(|h| !h.is_empty() && *h != "none") {
-            return Err(LocalityError::Allowed(format!(
-                "Slurm binds GPUs task by task in this step (gpu:{how}, from --gpus-per-task or --gpu-bind), so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N) without --gpu-bind, or leave GPUs to Slurm (no --lama-gpus)"
-            )));
-        }
+    if let Some(why) = gpus_per_task(&get, "SLURMD_TRES_BIND") {
+        return Err(LocalityError::Allowed(why));
     }
     let mut allowed = Vec::new();
     let mut names = Vec::new();

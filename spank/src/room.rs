@@ -1,0 +1,102 @@
+//! How much a task's arguments and environment take, read from Slurm in place (no copy), and
+//! the stack limit the task will exec under: what `lama::environ` needs to decide which of
+//! lama's variables fit.
+
+use std::ffi::{c_char, c_int, CStr};
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use lama::environ::{stack_limit, ExecSize};
+use slurm_spank::spank_sys::{self, spank_t};
+
+/// The running callback's handle, for the items slurm-spank only hands out copied. Slurm runs
+/// a process's SPANK callbacks one at a time; each hook sets it first (`enter`).
+static CURRENT: AtomicPtr<spank_sys::spank_handle> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Called by each hook with the handle Slurm passed it.
+pub fn enter(spank: spank_t) {
+    CURRENT.store(spank, Ordering::Relaxed);
+}
+
+/// The NULL-terminated string array of `S_JOB_ENV`, or of `S_JOB_ARGV`.
+fn strings(argv: bool) -> Option<*const *const c_char> {
+    let raw = CURRENT.load(Ordering::Relaxed);
+    if raw.is_null() {
+        return None;
+    }
+    let mut array: *const *const c_char = std::ptr::null();
+    let rc = if argv {
+        let mut argc: c_int = 0;
+        // SAFETY: S_JOB_ARGV takes an int* and a char***, both live locals; Slurm fills them
+        // with its own array, which lives at least as long as the callback.
+        unsafe {
+            spank_sys::spank_get_item(
+                raw,
+                spank_sys::spank_item_S_JOB_ARGV,
+                &mut argc as *mut c_int,
+                &mut array as *mut *const *const c_char,
+            )
+        }
+    } else {
+        // SAFETY: S_JOB_ENV takes a char*** (a live local), filled as above.
+        unsafe {
+            spank_sys::spank_get_item(
+                raw,
+                spank_sys::spank_item_S_JOB_ENV,
+                &mut array as *mut *const *const c_char,
+            )
+        }
+    };
+    (rc == spank_sys::ESPANK_SUCCESS && !array.is_null()).then_some(array)
+}
+
+/// Walks a NULL-terminated string array.
+fn each(array: *const *const c_char, mut f: impl FnMut(&[u8])) {
+    let mut i = 0;
+    loop {
+        // SAFETY: Slurm's arrays end with a NULL pointer; every entry before it is a
+        // NUL-terminated string, and `i` stops at the NULL.
+        let p = unsafe { *array.add(i) };
+        if p.is_null() {
+            break;
+        }
+        // SAFETY: a non-NULL entry is a NUL-terminated string owned by Slurm for the callback.
+        f(unsafe { CStr::from_ptr(p) }.to_bytes());
+        i += 1;
+    }
+}
+
+/// The job's (in `user_init`, the step's; in `task_init`, this task's) arguments and
+/// environment as `execve` counts them, and the `NAME=VALUE` size of each of `names` the
+/// environment holds (`None` where it does not). `None` when Slurm does not say.
+pub fn measure(names: &[String]) -> Option<(ExecSize, Vec<Option<usize>>)> {
+    let env = strings(false)?;
+    let argv = strings(true)?;
+    let mut found = vec![None; names.len()];
+    let mut size = ExecSize::default();
+    each(env, |s| {
+        size = size.plus(ExecSize::of([s]));
+        if let Some(eq) = s.iter().position(|&b| b == b'=') {
+            if let Some(i) = names.iter().position(|n| n.as_bytes() == &s[..eq]) {
+                found[i] = Some(s.len() + 1);
+            }
+        }
+    });
+    each(argv, |s| size = size.plus(ExecSize::of([s])));
+    Some((size, found))
+}
+
+/// The stack limit the task will exec under: this process's soft limit, or the smaller one
+/// srun propagates (`propagated`, the step's `SLURM_RLIMIT_STACK`).
+pub fn task_stack_limit(propagated: Option<&str>) -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into a live local.
+    let own = if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut lim) } == 0 {
+        (lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+    } else {
+        Some(8 << 20) // Linux's default, when the limit cannot be read
+    };
+    stack_limit(own, propagated)
+}

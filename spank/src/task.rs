@@ -1,0 +1,244 @@
+//! Each task, just before it runs the user's program (`task_init`): bind it, choose its devices,
+//! and export what fits of `TASK_MAP`, `LAMA_CPUS`, the device and the OpenMP variables.
+//!
+//! The usual step, `TASK_MAP` only, does not come here: `slurm_spank_task_init` (exports.rs)
+//! hands Slurm the map `user_init` offered. Slurm's items are read only where something needs
+//! them. (`TASK_MAP` is written in each task, not once into the step's environment in
+//! `user_init`: Slurm's setenv allocates a 256 KiB buffer, and the first one in the
+//! multithreaded slurmstepd costs an mmap and munmap, about 80 us more in `user_init` here,
+//! against about 25 us in each task's own process, in parallel.)
+//!
+//! What goes wrong is said once per node, by the first task to see it (`crate::once`), and a
+//! task that must not run ends quietly, so a step of thousands of tasks prints a line per node,
+//! not three per task.
+
+use std::time::Duration;
+
+use lama::environ::{fit, ExecSize, Group};
+use lama::idset::format_list;
+use lama::slurm_step::{check_task, cpu_bind_env, OMP_VARIABLES};
+use slurm_spank::SpankHandle;
+
+use crate::once::{stop_task, Once};
+use crate::room;
+use crate::{affinity, Result, Step};
+
+/// Runs in each task that does more than export `TASK_MAP`.
+pub fn init(st: &Step, spank: &SpankHandle) -> Result {
+    // The node's first task speaks for it where no shared page says who was first.
+    let first_task = || spank.task_id().map(|id| id == 0).unwrap_or(false);
+    let claim = |what: Once| match &st.once {
+        Some(o) => o.claim(what, first_task),
+        None => first_task(),
+    };
+    if let Some(f) = &st.failure {
+        if claim(Once::Failure) {
+            eprintln!(
+                "lama: error: {f} (node {} {}: no task of this step was started there)",
+                st.nodeid, st.host
+            );
+        }
+        stop_task();
+    }
+    if let Some(w) = &st.warning {
+        if first_task() {
+            eprintln!("lama: warning: {w}");
+        }
+    }
+    let mut groups = Vec::new();
+    if st.manage_taskmap {
+        // slurmstepd has written this task's SLURM_PROCID and SLURM_NODEID by now.
+        let checked = match &st.per_task_map {
+            Some(map) => {
+                let var = |k: &str| spank.getenv(k).ok().flatten().unwrap_or_default();
+                check_task(map, &var("SLURM_PROCID"), &var("SLURM_NODEID"))
+            }
+            None => Ok(()),
+        };
+        match (&st.taskmap, checked) {
+            (Some(m), Ok(())) => groups.push(Group::task_map(m.clone())),
+            (Some(_), Err(e)) => {
+                if claim(Once::Mismatch) {
+                    eprintln!(
+                        "lama: warning: TASK_MAP not exported: {e} (node {} {}; said once per node)",
+                        st.nodeid, st.host
+                    );
+                }
+            }
+            (None, _) => {}
+        }
+    }
+    let placed = if st.placing {
+        Some(place(st, spank, &claim, &mut groups)?)
+    } else {
+        None
+    };
+    let names: Vec<String> = groups
+        .iter()
+        .flat_map(|g| g.vars.iter().map(|(n, _)| n.clone()))
+        .collect();
+    let measured = st.check_room.then(|| room::measure(&names)).flatten();
+    let (vars, withheld) = match measured {
+        Some((now, found)) => {
+            let existing = |n: &str| names.iter().position(|x| *x == n).and_then(|i| found[i]);
+            fit(groups, now, existing, st.exec_limit)
+        }
+        // Not measured: each variable is still checked against the one-string limit.
+        None => fit(groups, ExecSize::default(), |_| None, usize::MAX),
+    };
+    if !withheld.is_empty() && claim(Once::Withheld) {
+        let rank = spank.task_global_id().unwrap_or_default();
+        for w in &withheld {
+            eprintln!(
+                "lama: warning: {w} (first seen in task {rank} on node {} {}; said once per node)",
+                st.nodeid, st.host
+            );
+        }
+    }
+    for (k, v) in &vars {
+        spank.setenv(k, v, true)?;
+    }
+    if st.manage_taskmap && !vars.iter().any(|(k, _)| k == "TASK_MAP") {
+        // A map inherited from the job's environment would describe another step.
+        spank.unsetenv("TASK_MAP")?;
+    }
+    if let Some(p) = placed {
+        if st.verbose {
+            verbose(st, spank, &p, &vars, first_task());
+        }
+    }
+    Ok(())
+}
+
+/// What `place` leaves for the verbose line.
+struct Placed {
+    rank: u32,
+    /// Index of the task in `st.tasks`.
+    index: usize,
+    /// The CPUs Slurm's task plugin had bound the task to, when lama replaced them.
+    before: Option<Vec<u32>>,
+}
+
+/// Binds the task and adds its CPU, device and OpenMP variables to `groups`. A task that cannot
+/// be placed or bound ends here.
+fn place(
+    st: &Step,
+    spank: &SpankHandle,
+    claim: &dyn Fn(Once) -> bool,
+    groups: &mut Vec<Group>,
+) -> std::result::Result<Placed, Box<dyn std::error::Error>> {
+    let rank = spank.task_global_id()?;
+    let fatal = |msg: String| -> ! {
+        if claim(Once::Failure) {
+            eprintln!("lama: error: {msg} (said once per node; the node's tasks were not started)");
+        }
+        stop_task()
+    };
+    let Ok(i) = st.tasks.binary_search_by_key(&rank, |t| t.rank) else {
+        fatal(format!("task {rank} was not placed on node {}", st.host));
+    };
+    let t = &st.tasks[i];
+    let list = format_list(&t.cpus);
+    let mut cpus = vec![("LAMA_CPUS".to_string(), list.clone())];
+    // Set when Slurm's task plugin bound the task (task/affinity); lama's binding replaces it.
+    let slurm_bind = spank.getenv("SLURM_CPU_BIND").ok().flatten();
+    let before = if st.verbose && st.bind && slurm_bind.is_some() {
+        affinity::allowed().ok()
+    } else {
+        None
+    };
+    if st.bind {
+        if let Err(e) = affinity::bind(&t.cpus) {
+            fatal(format!(
+                "cannot bind task {rank} on {} to cpus {list}: {e}",
+                st.host
+            ));
+        }
+        if let Some(previous) = slurm_bind {
+            let local: Vec<&[u32]> = st
+                .local_ranks
+                .iter()
+                .filter_map(|r| st.tasks.binary_search_by_key(r, |t| t.rank).ok())
+                .map(|j| st.tasks[j].cpus.as_slice())
+                .collect();
+            cpus.extend(cpu_bind_env(&previous, &local));
+        }
+    }
+    groups.push(Group::cpus(cpus));
+    if let Some(d) = &st.devices {
+        match d.for_task(spank, &st.tasks, i) {
+            Ok(v) => groups.push(Group::devices(v)),
+            Err(e) => fatal(format!("task {rank} on {}: {e}", st.host)),
+        }
+    }
+    let mut omp = st.omp.get(i).cloned().unwrap_or_default();
+    if !omp.is_empty() && !st.omp_replace {
+        let set: Vec<&str> = OMP_VARIABLES
+            .into_iter()
+            .filter(|k| matches!(spank.getenv(k), Ok(Some(_))))
+            .collect();
+        if !set.is_empty() {
+            if spank.task_id().map(|id| id == 0).unwrap_or(false) {
+                eprintln!(
+                    "lama: note: the job sets {}, so lama's OpenMP places are not exported (--lama-omp-override replaces them)",
+                    set.join(", ")
+                );
+            }
+            omp.clear();
+        }
+    }
+    if !omp.is_empty() {
+        groups.push(Group::openmp(omp));
+    }
+    Ok(Placed {
+        rank,
+        index: i,
+        before,
+    })
+}
+
+/// The `--lama-verbose` line of a placed task; the node's first task adds the node's cost.
+fn verbose(st: &Step, spank: &SpankHandle, p: &Placed, vars: &[(String, String)], first: bool) {
+    let t = &st.tasks[p.index];
+    let list = format_list(&t.cpus);
+    let how = if st.bind { "bound to" } else { "computed" };
+    let shown: String = vars
+        .iter()
+        .filter_map(|(k, v)| match k.as_str() {
+            "LAMA_NICS" | "LAMA_GPUS" => Some(format!(" {}={v}", k[5..].to_lowercase())),
+            "OMP_PLACES" => Some(format!(" omp_places={v}")),
+            _ => None,
+        })
+        .collect();
+    let cost = if first {
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let phases: Vec<String> = st
+            .phases
+            .iter()
+            .map(|(what, d)| format!("{what} {:.3}", ms(*d)))
+            .collect();
+        format!(
+            " (node placed in {:.2} ms: {})",
+            ms(st.elapsed),
+            phases.join(", ")
+        )
+    } else {
+        String::new()
+    };
+    let replaced = match &p.before {
+        Some(b) if *b != t.cpus => format!(" (replaces Slurm's cpus {})", format_list(b)),
+        _ => String::new(),
+    };
+    // In a heterogeneous step, the ids the task sees span every component.
+    let id = |k: &str, own: u32| match spank.getenv(k) {
+        Ok(Some(v)) if st.het => v,
+        _ => own.to_string(),
+    };
+    eprintln!(
+        "lama: task {} on {} (node {}): {how} cpus {list} {}{shown}{replaced}{cost}",
+        id("SLURM_PROCID", p.rank),
+        st.host,
+        id("SLURM_NODEID", st.nodeid),
+        t.picture.as_deref().unwrap_or_default()
+    );
+}
