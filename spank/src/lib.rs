@@ -463,7 +463,7 @@ unsafe impl Plugin for Lama {
         };
         // For the admin, in slurmd's log; the user sees it from task_init on the step's stderr.
         if let Some(f) = &st.failure {
-            spank_log(LogLevel::Error, &format!("lama: no task started: {f}"));
+            spank_log(LogLevel::Info, &format!("lama: no task started: {f}"));
         }
         let mut st = st;
         match st.taskmap_only() {
