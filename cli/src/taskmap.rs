@@ -90,8 +90,7 @@ fn from_slurm(a: &TaskmapArgs) -> Result<TaskMap, String> {
     if a.hostfile.is_some() {
         step.hostfile = a.hostfile.clone();
     }
-    step.taskmap(lama::slurm_layout::read_hostfile_text)
-        .map_err(|e| e.to_string())
+    step.taskmap_from_files().map_err(|e| e.to_string())
 }
 
 fn go(a: &TaskmapArgs) -> Result<String, String> {

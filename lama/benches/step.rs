@@ -2,12 +2,12 @@
 //! largest jobs: the step's `TASK_MAP` from Slurm's variables, for 1,000,000 tasks on 4,096 nodes
 //! in block, cyclic and plane layouts, and in arbitrary layouts read from a host file of
 //! 1,000,000 lines (the file read included). The same calls as the plugin's `user_init`:
-//! `StepEnv::taskmap` with `read_hostfile_text`, then the RFC 34 text.
+//! `StepEnv::taskmap_from_files`, then the RFC 34 text.
 
 use std::io::Write;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use lama::slurm_layout::{read_hostfile_text, StepEnv};
+use lama::slurm_layout::StepEnv;
 use lama::taskmap::rfc34;
 
 const NODES: u32 = 4096;
@@ -27,7 +27,7 @@ fn step(distribution: &str, hostfile: Option<&str>) -> StepEnv {
 
 /// The map's text, as the plugin computes it on each node.
 fn taskmap(env: &StepEnv) -> String {
-    let m = env.taskmap(read_hostfile_text).expect("a valid step");
+    let m = env.taskmap_from_files().expect("a valid step");
     rfc34::encode_wrapped(&m)
 }
 
@@ -47,7 +47,9 @@ fn hostfile(path: &std::path::Path, order: Option<&[u32]>) {
         }
         None => {
             // Deal every node's tasks, then shuffle the lines (a fixed xorshift sequence).
-            let mut lines: Vec<u32> = (0..NODES).flat_map(|n| (0..count(n)).map(move |_| n)).collect();
+            let mut lines: Vec<u32> = (0..NODES)
+                .flat_map(|n| (0..count(n)).map(move |_| n))
+                .collect();
             let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
             for i in (1..lines.len()).rev() {
                 x ^= x << 13;
@@ -74,7 +76,10 @@ fn bench(c: &mut Criterion) {
     std::fs::create_dir_all(&dir).expect("scratch folder");
     // Nodes in reverse order (a user's own node order), then every line on another node.
     let reversed: Vec<u32> = (0..NODES).rev().collect();
-    for (name, order) in [("arbitrary, nodes reordered", Some(&reversed[..])), ("arbitrary, every line shuffled", None)] {
+    for (name, order) in [
+        ("arbitrary, nodes reordered", Some(&reversed[..])),
+        ("arbitrary, every line shuffled", None),
+    ] {
         let path = dir.join(name.replace([' ', ','], "_"));
         hostfile(&path, order);
         let env = step("arbitrary", path.to_str());

@@ -13,6 +13,7 @@
 //! | [`openmp`] | OpenMP threads inside a task, places drawn from its binding |
 //! | [`locality`] | NICs and GPUs, their distances, nearest-device choice |
 //! | [`taskmap`], [`slurm_layout`], [`hostfile`] | task maps, Slurm's layouts and host files |
+//! | [`step_map`] | a step's task map without one entry per task (what every node computes) |
 //! | [`slurm_options`] | the plugin's options and `plugstack.conf` arguments, merged per step |
 //! | [`slurm_step`] | what the SPANK plugin decides for a step on a node, as pure functions |
 //! | [`cache`] | the node's topology and devices as text: slurmd's cache, the hwloc probe's answer |
@@ -44,4 +45,5 @@ pub use spec::{Request, SpecError};
 pub mod slurm_layout;
 pub mod slurm_options;
 pub mod slurm_step;
+pub mod step_map;
 pub mod taskmap;

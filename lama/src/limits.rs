@@ -40,7 +40,26 @@ pub const MAX_CACHE_BYTES: u64 = 64 << 20;
 /// refused instead of hanging the reader (inside slurmstepd that would hang the step). The error
 /// is a sentence for the user, without the path (callers add it).
 pub fn read_text(path: &Path, max: u64) -> Result<String, String> {
-    let mut f = std::fs::OpenOptions::new()
+    let mut f = open_regular(path, max)?;
+    let len = f.metadata().map_err(|e| e.to_string())?.len();
+    let mut text = String::with_capacity(len as usize);
+    // `take` also bounds a file that grows while it is read.
+    f.by_ref()
+        .take(max + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > max {
+        return Err(format!(
+            "the file grew beyond the {max} bytes lama reads from such a file"
+        ));
+    }
+    Ok(text)
+}
+
+/// Opens a regular file of at most `max` bytes for reading, without blocking (see
+/// [`read_text`]); the reader must still stop at `max + 1` bytes, as the file may grow.
+pub fn open_regular(path: &Path, max: u64) -> Result<std::fs::File, String> {
+    let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
@@ -55,18 +74,7 @@ pub fn read_text(path: &Path, max: u64) -> Result<String, String> {
             meta.len()
         ));
     }
-    let mut text = String::with_capacity(meta.len() as usize);
-    // `take` also bounds a file that grows while it is read.
-    f.by_ref()
-        .take(max + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
-    if text.len() as u64 > max {
-        return Err(format!(
-            "the file grew beyond the {max} bytes lama reads from such a file"
-        ));
-    }
-    Ok(text)
+    Ok(f)
 }
 
 /// Checks the size of an hwloc synthetic description before hwloc builds it: the product of its

@@ -10,6 +10,7 @@
 use thiserror::Error;
 
 use crate::limits::{MAX_NODES, MAX_TASKS};
+use crate::step_map::{arbitrary_map, counts_map, HostFile};
 use crate::taskmap::TaskMap;
 
 /// A Slurm value that cannot be read, or does not fit the step.
@@ -250,41 +251,59 @@ pub fn read_hostfile_within(text: &str, limit: usize) -> Result<Vec<String>, Lay
     let limit = limit.min(MAX_TASKS);
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        for entry in line.split_whitespace() {
-            let (expr, times) = match entry.rsplit_once('*') {
-                Some((h, n)) => (
-                    h,
-                    n.parse::<usize>().map_err(|_| {
-                        bad(format!("host file line {}: bad count in '{entry}'", i + 1))
-                    })?,
-                ),
-                None => (entry, 1),
-            };
-            let past = || {
-                bad(format!(
-                    "host file line {}: '{entry}' brings the file past {limit} tasks, the most lama reads",
-                    i + 1
-                ))
-            };
-            // Checked before the hostlist is expanded too, so that `h*99999999999` costs nothing.
-            if times > limit - out.len() {
-                return Err(past());
-            }
-            for h in expand_hostlist_within(expr, limit - out.len())
-                .map_err(|e| bad(format!("host file line {}: {e}", i + 1)))?
-            {
-                if times > limit - out.len() {
-                    return Err(past());
-                }
-                out.extend(std::iter::repeat_n(h, times));
-            }
-        }
+        let seen = out.len();
+        hostfile_line(line, i + 1, limit, seen, |h, times| {
+            out.extend(std::iter::repeat_n(h.to_string(), times))
+        })?;
     }
     Ok(out)
+}
+
+/// Reads line `line_no` of a host file, after `seen` tasks: calls `f(host, times)` for each of
+/// its hosts, in order. Refuses a line that brings the file past `limit` tasks.
+pub(crate) fn hostfile_line(
+    line: &str,
+    line_no: usize,
+    limit: usize,
+    mut seen: usize,
+    mut f: impl FnMut(&str, usize),
+) -> Result<usize, LayoutError> {
+    let line = line.split('#').next().unwrap_or("").trim();
+    for entry in line.split_whitespace() {
+        let (expr, times) = match entry.rsplit_once('*') {
+            Some((h, n)) => (
+                h,
+                n.parse::<usize>().map_err(|_| {
+                    bad(format!("host file line {line_no}: bad count in '{entry}'"))
+                })?,
+            ),
+            None => (entry, 1),
+        };
+        let past = || {
+            bad(format!(
+                "host file line {line_no}: '{entry}' brings the file past {limit} tasks, the most lama reads"
+            ))
+        };
+        // Checked before the hostlist is expanded too, so that `h*99999999999` costs nothing.
+        if times > limit - seen {
+            return Err(past());
+        }
+        if !expr.is_empty() && !expr.contains(['[', ']', ',']) {
+            f(expr, times);
+            seen += times;
+            continue;
+        }
+        for h in expand_hostlist_within(expr, limit - seen)
+            .map_err(|e| bad(format!("host file line {line_no}: {e}")))?
+        {
+            if times > limit - seen {
+                return Err(past());
+            }
+            f(&h, times);
+            seen += times;
+        }
+    }
+    Ok(seen)
 }
 
 /// The node index of every task of a step.
@@ -352,9 +371,12 @@ pub fn layout(
                     *s += 1;
                 }
             }
-            if seen != counts {
+            if let Some(i) = (0..counts.len()).find(|&i| seen[i] != counts[i]) {
                 return Err(bad(format!(
-                    "host file gives {seen:?} tasks per node, Slurm's tasks per node say {counts:?}"
+                    "host file gives node {i} ({}) {} tasks, Slurm's tasks per node say {}",
+                    hosts.get(i).map_or("?", String::as_str),
+                    seen[i],
+                    counts[i]
                 )));
             }
         }
@@ -371,13 +393,23 @@ pub fn read_hostfile_text(path: &str) -> Result<String, String> {
     )
 }
 
-/// The RFC 34 task map of a step.
+/// The RFC 34 task map of a step, without one entry per task for block, cyclic and plane (the
+/// same map as encoding [`layout`]).
 pub fn step_taskmap(
     counts: &[u32],
     dist: &Distribution,
     hosts: &[String],
 ) -> Result<TaskMap, LayoutError> {
-    Ok(TaskMap::encode(&layout(counts, dist, hosts)?))
+    let total: u64 = counts.iter().map(|&c| c as u64).sum();
+    if total > MAX_TASKS as u64 {
+        return Err(bad(format!(
+            "the step has {total} tasks, more than the {MAX_TASKS} lama places"
+        )));
+    }
+    match counts_map(counts, dist) {
+        Some(map) => Ok(map),
+        None => Ok(TaskMap::encode(&layout(counts, dist, hosts)?)),
+    }
 }
 
 /// The values a step's layout is read from, as Slurm names them in the task environment
@@ -416,6 +448,31 @@ impl StepEnv {
         &self,
         read: impl Fn(&str) -> Result<String, String>,
     ) -> Result<TaskMap, LayoutError> {
+        self.map_with(|counts, hosts, path| {
+            let text = read(path).map_err(|e| bad(format!("cannot read host file {path}: {e}")))?;
+            arbitrary_map(counts, hosts, HostFile::Text(&text))
+        })
+    }
+
+    /// The step's task map, the host file of `arbitrary` read from disk a buffer at a time (a
+    /// regular file of at most [`crate::limits::MAX_HOSTFILE_BYTES`], opened without blocking),
+    /// so that a host file of millions of lines is never held in memory: what the plugin runs on
+    /// every node.
+    pub fn taskmap_from_files(&self) -> Result<TaskMap, LayoutError> {
+        self.map_with(|counts, hosts, path| {
+            arbitrary_map(
+                counts,
+                hosts,
+                HostFile::Path(path, crate::limits::MAX_HOSTFILE_BYTES),
+            )
+        })
+    }
+
+    /// The map; `arbitrary(counts, hosts, host file path)` makes an arbitrary step's.
+    fn map_with(
+        &self,
+        arbitrary: impl FnOnce(&[u32], &[String], &str) -> Result<TaskMap, LayoutError>,
+    ) -> Result<TaskMap, LayoutError> {
         let tpn = self.tasks_per_node.as_deref().ok_or_else(|| {
             bad("no tasks per node (SLURM_STEP_TASKS_PER_NODE is not set: run inside a job step)")
         })?;
@@ -435,33 +492,32 @@ impl StepEnv {
             ),
             None => None,
         };
-        let arbitrary = dist.split(':').next().map(str::trim) == Some("arbitrary");
-        let text = if arbitrary {
-            let path = self.hostfile.as_deref().ok_or_else(|| {
-                bad("arbitrary distribution needs a host file (SLURM_HOSTFILE is not set)")
-            })?;
-            Some(read(path).map_err(|e| bad(format!("cannot read host file {path}: {e}")))?)
-        } else {
-            None
-        };
-        let d = Distribution::parse(dist, plane, text.as_deref())?;
-        let hosts = if arbitrary {
-            let list = self
-                .nodelist
-                .as_deref()
-                .ok_or_else(|| bad("arbitrary distribution needs the step's node list"))?;
-            let hosts = expand_hostlist(list)?;
-            if hosts.len() != counts.len() {
-                return Err(bad(format!(
-                    "the node list has {} hosts, the tasks per node list {} nodes",
-                    hosts.len(),
-                    counts.len()
-                )));
-            }
-            hosts
-        } else {
-            Vec::new()
-        };
-        step_taskmap(&counts, &d, &hosts)
+        let arbitrary_step = dist.split(':').next().map(str::trim) == Some("arbitrary");
+        if !arbitrary_step {
+            let d = Distribution::parse(dist, plane, None)?;
+            return step_taskmap(&counts, &d, &[]);
+        }
+        let path = self.hostfile.as_deref().ok_or_else(|| {
+            bad("arbitrary distribution needs a host file (SLURM_HOSTFILE is not set)")
+        })?;
+        let list = self
+            .nodelist
+            .as_deref()
+            .ok_or_else(|| bad("arbitrary distribution needs the step's node list"))?;
+        let hosts = expand_hostlist(list)?;
+        if hosts.len() != counts.len() {
+            return Err(bad(format!(
+                "the node list has {} hosts, the tasks per node list {} nodes",
+                hosts.len(),
+                counts.len()
+            )));
+        }
+        let total: u64 = counts.iter().map(|&c| c as u64).sum();
+        if total > MAX_TASKS as u64 {
+            return Err(bad(format!(
+                "the step has {total} tasks, more than the {MAX_TASKS} lama places"
+            )));
+        }
+        arbitrary(&counts, &hosts, path)
     }
 }

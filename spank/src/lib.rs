@@ -189,16 +189,15 @@ impl Lama {
             let env = StepEnv::from_lookup(|n| spank.getenv(n).ok().flatten());
             // A layout that cannot be read is the same on every node, unless the host file could
             // not be read here.
-            let unread = std::cell::Cell::new(false);
             let step_wide = std::cell::Cell::new(true);
             let map = env
-                .taskmap(|p| {
-                    let text = lama::slurm_layout::read_hostfile_text(p);
-                    unread.set(text.is_err());
-                    text
-                })
+                .taskmap_from_files()
                 .map_err(|e| {
-                    step_wide.set(!unread.get());
+                    let unreadable = env.hostfile.as_deref().is_some_and(|p| {
+                        let max = lama::limits::MAX_HOSTFILE_BYTES;
+                        lama::limits::open_regular(std::path::Path::new(p), max).is_err()
+                    });
+                    step_wide.set(!unreadable);
                     e.to_string()
                 })
                 .and_then(|m| {

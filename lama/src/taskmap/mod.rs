@@ -107,29 +107,15 @@ impl TaskMap {
 
     /// The canonical map of an assignment: `nodes[task]` is the node of each task.
     pub fn encode(nodes: &[u32]) -> TaskMap {
-        // Consecutive tasks on one node form a run; runs of equal length on consecutive nodes form a
-        // stretch, which the block builder takes in bulk (a cyclic map is a few stretches). Each
-        // task is read once.
-        let mut enc = Encoder::default();
-        let mut stretch: Option<(u64, u64, u64)> = None; // first node, nodes, ppn
+        // Each task is read once: consecutive tasks on one node form a run.
+        let mut b = MapBuilder::default();
         let mut rest = nodes;
         while let Some(&node) = rest.first() {
             let len = rest.iter().position(|&x| x != node).unwrap_or(rest.len());
             rest = &rest[len..];
-            let (node, ppn) = (u64::from(node), len as u64);
-            match &mut stretch {
-                Some((first, count, p)) if *p == ppn && *first + *count == node => *count += 1,
-                _ => {
-                    if let Some((first, count, p)) = stretch.replace((node, 1, ppn)) {
-                        enc.append_stretch(first, count, p);
-                    }
-                }
-            }
+            b.run(u64::from(node), len as u64);
         }
-        if let Some((first, count, p)) = stretch {
-            enc.append_stretch(first, count, p);
-        }
-        enc.finish()
+        b.finish()
     }
 
     /// The canonical form of this map (what [`TaskMap::encode`] gives for the same assignment).
@@ -262,6 +248,84 @@ impl fmt::Display for TaskMap {
             write!(f, "[{},{},{},{}]", b.nodeid, b.nnodes, b.ppn, b.repeat)?;
         }
         f.write_str("]")
+    }
+}
+
+/// Builds the canonical map of an assignment given as runs of consecutive tasks on one node, in
+/// task order, without one entry per task: [`TaskMap::encode`] of the same assignment.
+///
+/// Consecutive runs on one node are one run; runs of equal length on consecutive nodes form a
+/// stretch, which the block builder takes in bulk (a cyclic map is a few stretches).
+#[derive(Default)]
+pub struct MapBuilder {
+    enc: Encoder,
+    /// The stretch being gathered: first node, nodes, tasks per node.
+    stretch: Option<(u64, u64, u64)>,
+    /// The run being gathered, which the next may lengthen: node, tasks.
+    run: Option<(u64, u64)>,
+}
+
+impl MapBuilder {
+    /// `len` consecutive tasks on `node`.
+    pub fn run(&mut self, node: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        match &mut self.run {
+            Some((n, l)) if *n == node => *l += len,
+            _ => {
+                self.flush_run();
+                self.run = Some((node, len));
+            }
+        }
+    }
+
+    /// `len` consecutive tasks on each of `count` consecutive nodes from `node`, node after node.
+    pub fn stretch(&mut self, node: u64, count: u64, len: u64) {
+        if count == 0 || len == 0 {
+            return;
+        }
+        // The first node may lengthen the run before; the last may be lengthened by the next.
+        self.run(node, len);
+        if count == 1 {
+            return;
+        }
+        self.flush_run();
+        if count > 2 {
+            self.extend(node + 1, count - 2, len);
+        }
+        self.run = Some((node + count - 1, len));
+    }
+
+    /// Blocks so far (at least as many as the finished map will have, less one).
+    pub fn blocks(&self) -> usize {
+        self.enc.blocks.len()
+    }
+
+    /// The map.
+    pub fn finish(mut self) -> TaskMap {
+        self.flush_run();
+        if let Some((f, c, p)) = self.stretch.take() {
+            self.enc.append_stretch(f, c, p);
+        }
+        self.enc.finish()
+    }
+
+    fn flush_run(&mut self) {
+        if let Some((n, l)) = self.run.take() {
+            self.extend(n, 1, l);
+        }
+    }
+
+    fn extend(&mut self, node: u64, count: u64, len: u64) {
+        match &mut self.stretch {
+            Some((f, c, p)) if *p == len && *f + *c == node => *c += count,
+            _ => {
+                if let Some((f, c, p)) = self.stretch.replace((node, count, len)) {
+                    self.enc.append_stretch(f, c, p);
+                }
+            }
+        }
     }
 }
 

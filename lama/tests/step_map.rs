@@ -1,0 +1,164 @@
+//! A step's map computed without one entry per task (`lama::step_map`, what every node's
+//! slurmstepd runs) equals the per-task definition (`slurm_layout::layout`, encoded), for any
+//! counts, distribution and host file; and Slurm's inputs are read at the sizes of the largest
+//! jobs: tasks per node with many runs, node lists of thousands of hosts, a host file of a
+//! million lines read from disk.
+
+use std::io::Write;
+
+use lama::slurm_layout::{layout, step_taskmap, Distribution, StepEnv};
+use lama::step_map::{arbitrary_map, HostFile};
+use lama::taskmap::{MapBuilder, TaskMap};
+use proptest::prelude::*;
+
+fn per_task(counts: &[u32], d: &Distribution, hosts: &[String]) -> TaskMap {
+    TaskMap::encode(&layout(counts, d, hosts).expect("layout"))
+}
+
+fn dist() -> impl Strategy<Value = Distribution> {
+    prop_oneof![
+        Just(Distribution::Block),
+        Just(Distribution::Cyclic),
+        (1u32..6).prop_map(Distribution::Plane),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn counts_maps_equal_the_per_task_layout(counts in prop::collection::vec(0u32..9, 1..40), d in dist()) {
+        prop_assert_eq!(step_taskmap(&counts, &d, &[]).expect("map"), per_task(&counts, &d, &[]));
+    }
+
+    #[test]
+    fn arbitrary_maps_equal_the_per_task_layout(lines in prop::collection::vec(0usize..7, 1..200), extra in 0usize..5) {
+        let hosts: Vec<String> = (1..=7).map(|i| format!("n{i}")).collect();
+        let mut counts = [0u32; 7];
+        for &l in &lines {
+            counts[l] += 1;
+        }
+        // Slurm lists only the step's nodes; lines past the step's tasks are not read.
+        let used: Vec<usize> = (0..7).filter(|&i| counts[i] > 0).collect();
+        let step_hosts: Vec<String> = used.iter().map(|&i| hosts[i].clone()).collect();
+        let step_counts: Vec<u32> = used.iter().map(|&i| counts[i]).collect();
+        let mut text: String = lines.iter().map(|&l| format!("{}\n", hosts[l])).collect();
+        for _ in 0..extra {
+            text.push_str("n1\n");
+        }
+        let d = Distribution::parse("arbitrary", None, Some(&text)).expect("arbitrary");
+        let want = per_task(&step_counts, &d, &step_hosts);
+        prop_assert_eq!(arbitrary_map(&step_counts, &step_hosts, HostFile::Text(&text)).expect("map"), want);
+    }
+
+    #[test]
+    fn the_builder_equals_encoding_each_task(runs in prop::collection::vec((0u64..6, 1u64..4, 1u64..4), 0..60)) {
+        // Each item: `len` tasks on each of `count` nodes from `node`.
+        let mut b = MapBuilder::default();
+        let mut tasks = Vec::new();
+        for &(node, count, len) in &runs {
+            b.stretch(node, count, len);
+            for n in node..node + count {
+                tasks.extend(std::iter::repeat_n(n as u32, len as usize));
+            }
+        }
+        prop_assert_eq!(b.finish(), TaskMap::encode(&tasks));
+    }
+}
+
+#[test]
+fn host_file_grammar_in_the_streamed_reader() {
+    let hosts: Vec<String> = ["a1", "a2", "b"].iter().map(|s| s.to_string()).collect();
+    // Comments, blanks, several entries on a line, host*N, hostlist expressions.
+    let text = "# the step\n\na[1-2] b*2   # two entries\na2*2\n\nb\n";
+    let map = arbitrary_map(&[1, 3, 3], &hosts, HostFile::Text(text)).expect("map");
+    assert_eq!(map.assignment(), [0, 1, 2, 2, 1, 1, 2]);
+    // A host*N past the step's tasks counts up to the step's tasks, as Slurm reads it.
+    let map = arbitrary_map(&[1, 1, 2], &hosts, HostFile::Text("a1 a2 b*5\n")).expect("map");
+    assert_eq!(map.assignment(), [0, 1, 2, 2]);
+    let e = arbitrary_map(&[1, 1, 1], &hosts, HostFile::Text("a1\nc\nb\n")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("host 'c' is not in the step's node list"),
+        "{e}"
+    );
+    let e = arbitrary_map(&[1, 1, 1], &hosts, HostFile::Text("a1\na2\n")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "host file lists 2 hosts, the step has 3 tasks"
+    );
+    let e = arbitrary_map(&[1, 1, 1], &hosts, HostFile::Text("a1\na1\nb\n")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "host file gives node 0 (a1) 2 tasks, Slurm's tasks per node say 1"
+    );
+}
+
+/// 1,000,000 lines over 4,096 hosts: each node's tasks in runs of 3, nodes in a scrambled order.
+#[test]
+fn a_host_file_of_a_million_lines_is_read_from_disk() {
+    let nodes = 4096usize;
+    let per_node = 1_000_000 / nodes; // 244
+    let tasks = nodes * per_node;
+    let dir = std::env::temp_dir().join(format!("lama-step-map-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let path = dir.join("hosts");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).expect("file"));
+    let mut node_of = Vec::with_capacity(tasks);
+    let mut left = vec![per_node; nodes];
+    let mut k = 0usize;
+    while node_of.len() < tasks {
+        k = (k + 2_654_435_761) % nodes;
+        let n = (0..nodes)
+            .map(|i| (k + i) % nodes)
+            .find(|&n| left[n] > 0)
+            .expect("a node with tasks left");
+        let run = left[n].min(3);
+        for _ in 0..run {
+            writeln!(f, "node{:04}", n + 1).expect("write");
+            node_of.push(n as u64);
+        }
+        left[n] -= run;
+    }
+    drop(f);
+    let lines = std::fs::read_to_string(&path)
+        .expect("read")
+        .lines()
+        .count();
+    assert_eq!(lines, tasks);
+    let env = StepEnv {
+        tasks_per_node: Some(format!("{per_node}(x{nodes})")),
+        nodelist: Some(format!("node[0001-{nodes:04}]")),
+        distribution: Some("arbitrary".into()),
+        plane_size: None,
+        hostfile: Some(path.to_string_lossy().into_owned()),
+    };
+    let map = env.taskmap_from_files().expect("map");
+    assert_eq!(map.total_tasks(), tasks as u64);
+    // Every task's node from the map equals the line written for it.
+    for (t, &n) in node_of.iter().enumerate() {
+        assert_eq!(map.node_of(t as u64), Some(n), "task {t}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tasks_per_node_with_many_runs_and_thousands_of_hosts() {
+    // 4,096 nodes whose counts change every node: 4,096 runs in SLURM_STEP_TASKS_PER_NODE.
+    let counts: Vec<u32> = (0..4096u32).map(|i| 1 + i % 7).collect();
+    let text: Vec<String> = counts.iter().map(|c| c.to_string()).collect();
+    for d in ["block", "cyclic", "plane=3"] {
+        let env = StepEnv {
+            tasks_per_node: Some(text.join(",")),
+            nodelist: Some("rack[01-64]n[001-064]".into()),
+            distribution: Some(d.into()),
+            plane_size: None,
+            hostfile: None,
+        };
+        let map = env.taskmap_from_files().expect("map");
+        let dist = Distribution::parse(d, None, None).expect(d);
+        assert_eq!(map, per_task(&counts, &dist, &[]), "{d}");
+        assert_eq!(
+            map.total_tasks(),
+            counts.iter().map(|&c| c as u64).sum::<u64>()
+        );
+    }
+}
