@@ -19,6 +19,12 @@ use std::fmt;
 /// environment: 131,071 bytes.
 pub const MAX_VARIABLE_BYTES: usize = 32 * 4096 - 1;
 
+/// The most blocks an RFC 34 map in `TASK_MAP` can have: each takes at least ten bytes
+/// (`[0,1,1,1],`), and the variable holds [`MAX_VARIABLE_BYTES`] with its name, its NUL and the
+/// JSON wrapper (`TASK_MAP={"version":1,"map":[...]}`, 31 bytes with the last block's missing
+/// comma). A map of more is not exported, and need not be computed to the end.
+pub const MAX_TASK_MAP_BLOCKS: usize = (MAX_VARIABLE_BYTES - 31) / 10;
+
 /// Linux's floor for a program's arguments and environment, whatever the stack limit (32 pages).
 pub const MIN_EXEC_BYTES: usize = 32 * 4096;
 
@@ -182,6 +188,12 @@ pub enum Withheld {
         /// Its `NAME=VALUE` bytes with the NUL.
         bytes: usize,
     },
+    /// `TASK_MAP` would have more than [`MAX_TASK_MAP_BLOCKS`] blocks; it was not computed to
+    /// the end.
+    MapTooLong {
+        /// The blocks when computing stopped.
+        blocks: usize,
+    },
     /// The task's arguments and environment would pass what `execve` allows.
     NoRoom {
         /// The group.
@@ -206,6 +218,10 @@ impl fmt::Display for Withheld {
             } => write!(
                 f,
                 "{what} not exported: {name} would take {bytes} bytes, more than the {MAX_VARIABLE_BYTES} one environment variable may hold (Slurm's and Linux's limit); {instead}"
+            ),
+            Withheld::MapTooLong { blocks } => write!(
+                f,
+                "TASK_MAP not exported: the step's map has more than {blocks} blocks, more than the {MAX_VARIABLE_BYTES} bytes one environment variable may hold (Slurm's and Linux's limit); inside a task, `lama taskmap --from-slurm` prints the step's map"
             ),
             Withheld::NoRoom {
                 what,

@@ -10,7 +10,7 @@
 use thiserror::Error;
 
 use crate::limits::{MAX_NODES, MAX_TASKS};
-use crate::step_map::{arbitrary_map, counts_map, HostFile};
+use crate::step_map::{arbitrary_map, arbitrary_map_within, counts_map, HostFile};
 use crate::taskmap::TaskMap;
 
 /// A Slurm value that cannot be read, or does not fit the step.
@@ -450,29 +450,37 @@ impl StepEnv {
     ) -> Result<TaskMap, LayoutError> {
         self.map_with(|counts, hosts, path| {
             let text = read(path).map_err(|e| bad(format!("cannot read host file {path}: {e}")))?;
-            arbitrary_map(counts, hosts, HostFile::Text(&text))
+            arbitrary_map(counts, hosts, HostFile::Text(&text)).map(Some)
         })
+        .map(Option::unwrap_or_default)
     }
 
     /// The step's task map, the host file of `arbitrary` read from disk a buffer at a time (a
     /// regular file of at most [`crate::limits::MAX_HOSTFILE_BYTES`], opened without blocking),
-    /// so that a host file of millions of lines is never held in memory: what the plugin runs on
-    /// every node.
+    /// so that a host file of millions of lines is never held in memory.
     pub fn taskmap_from_files(&self) -> Result<TaskMap, LayoutError> {
+        self.taskmap_from_files_within(usize::MAX)
+            .map(Option::unwrap_or_default)
+    }
+
+    /// [`StepEnv::taskmap_from_files`], or `None` as soon as an arbitrary step's map has more
+    /// than `max_blocks` blocks (see [`crate::step_map::arbitrary_map_within`]): what the plugin
+    /// runs on every node, where a longer map could not be exported.
+    pub fn taskmap_from_files_within(
+        &self,
+        max_blocks: usize,
+    ) -> Result<Option<TaskMap>, LayoutError> {
         self.map_with(|counts, hosts, path| {
-            arbitrary_map(
-                counts,
-                hosts,
-                HostFile::Path(path, crate::limits::MAX_HOSTFILE_BYTES),
-            )
+            let file = HostFile::Path(path, crate::limits::MAX_HOSTFILE_BYTES);
+            arbitrary_map_within(counts, hosts, file, max_blocks)
         })
     }
 
     /// The map; `arbitrary(counts, hosts, host file path)` makes an arbitrary step's.
     fn map_with(
         &self,
-        arbitrary: impl FnOnce(&[u32], &[String], &str) -> Result<TaskMap, LayoutError>,
-    ) -> Result<TaskMap, LayoutError> {
+        arbitrary: impl FnOnce(&[u32], &[String], &str) -> Result<Option<TaskMap>, LayoutError>,
+    ) -> Result<Option<TaskMap>, LayoutError> {
         let tpn = self.tasks_per_node.as_deref().ok_or_else(|| {
             bad("no tasks per node (SLURM_STEP_TASKS_PER_NODE is not set: run inside a job step)")
         })?;
@@ -495,7 +503,7 @@ impl StepEnv {
         let arbitrary_step = dist.split(':').next().map(str::trim) == Some("arbitrary");
         if !arbitrary_step {
             let d = Distribution::parse(dist, plane, None)?;
-            return step_taskmap(&counts, &d, &[]);
+            return step_taskmap(&counts, &d, &[]).map(Some);
         }
         let path = self.hostfile.as_deref().ok_or_else(|| {
             bad("arbitrary distribution needs a host file (SLURM_HOSTFILE is not set)")

@@ -109,6 +109,18 @@ pub fn arbitrary_map(
     hosts: &[String],
     file: HostFile<'_>,
 ) -> Result<TaskMap, LayoutError> {
+    arbitrary_map_within(counts, hosts, file, usize::MAX).map(Option::unwrap_or_default)
+}
+
+/// [`arbitrary_map`], or `None` as soon as the map has more than `max_blocks` blocks: reading
+/// stops there (a map that cannot be exported is not worth a million lines). The host file's
+/// lines up to that point are checked as usual.
+pub fn arbitrary_map_within(
+    counts: &[u32],
+    hosts: &[String],
+    file: HostFile<'_>,
+    max_blocks: usize,
+) -> Result<Option<TaskMap>, LayoutError> {
     let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
     let index: HashMap<&str, u32, BuildHasherDefault<Fnv>> = hosts
         .iter()
@@ -153,7 +165,8 @@ pub fn arbitrary_map(
         if let Some(e) = err {
             return Err(e);
         }
-        Ok(tasks < total)
+        // The last block may still merge into the one before it: one more is allowed for.
+        Ok(tasks < total && b.blocks() <= max_blocks.saturating_add(1))
     };
     match file {
         HostFile::Text(text) => {
@@ -189,6 +202,9 @@ pub fn arbitrary_map(
             }
         }
     }
+    if b.blocks() > max_blocks.saturating_add(1) {
+        return Ok(None);
+    }
     if tasks < total {
         return Err(bad(format!(
             "host file lists {tasks} hosts, the step has {total} tasks"
@@ -200,5 +216,5 @@ pub fn arbitrary_map(
             hosts[i], seen[i], counts[i]
         )));
     }
-    Ok(b.finish())
+    Ok(Some(b.finish()))
 }

@@ -162,3 +162,45 @@ fn tasks_per_node_with_many_runs_and_thousands_of_hosts() {
         );
     }
 }
+
+#[test]
+fn a_map_too_long_to_export_is_not_read_to_the_end() {
+    use lama::environ::{Withheld, MAX_TASK_MAP_BLOCKS};
+    use lama::step_map::arbitrary_map_within;
+    // Every line on another node than the line before, not the next one: a block per line.
+    let hosts: Vec<String> = (1..=10).map(|i| format!("n{i}")).collect();
+    let lines = 20_000usize;
+    let node = |t: usize| (t * 3) % 10;
+    let mut counts = vec![0u32; 10];
+    let text: String = (0..lines)
+        .map(|t| {
+            counts[node(t)] += 1;
+            format!("n{}\n", node(t) + 1)
+        })
+        .collect();
+    let full = arbitrary_map(&counts, &hosts, HostFile::Text(&text)).expect("map");
+    assert!(full.blocks().len() > MAX_TASK_MAP_BLOCKS + 1);
+    let map = lama::taskmap::rfc34::encode_wrapped(&full);
+    assert!(map.len() > 131_071, "{} bytes", map.len());
+    let cut = arbitrary_map_within(&counts, &hosts, HostFile::Text(&text), MAX_TASK_MAP_BLOCKS)
+        .expect("read");
+    assert!(cut.is_none());
+    // Just under: a map of exactly MAX_TASK_MAP_BLOCKS blocks is computed whole.
+    let under: usize = MAX_TASK_MAP_BLOCKS;
+    let mut counts = vec![0u32; 10];
+    let text: String = (0..under)
+        .map(|t| {
+            counts[node(t)] += 1;
+            format!("n{}\n", node(t) + 1)
+        })
+        .collect();
+    let got = arbitrary_map_within(&counts, &hosts, HostFile::Text(&text), MAX_TASK_MAP_BLOCKS)
+        .expect("read")
+        .expect("whole");
+    assert_eq!(got.blocks().len(), under);
+    let msg = Withheld::MapTooLong {
+        blocks: MAX_TASK_MAP_BLOCKS,
+    }
+    .to_string();
+    assert!(msg.contains("lama taskmap --from-slurm"), "{msg}");
+}

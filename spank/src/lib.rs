@@ -16,7 +16,8 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use lama::environ::{
-    exec_limit, export_bytes, fit, tasks_must_check, variable_fits, ExecSize, Group,
+    exec_limit, export_bytes, fit, tasks_must_check, variable_fits, ExecSize, Group, Withheld,
+    MAX_TASK_MAP_BLOCKS,
 };
 use lama::locality::{gpus_per_task, Locality, Weights};
 use lama::openmp::plan_threads;
@@ -191,7 +192,7 @@ impl Lama {
             // not be read here.
             let step_wide = std::cell::Cell::new(true);
             let map = env
-                .taskmap_from_files()
+                .taskmap_from_files_within(MAX_TASK_MAP_BLOCKS)
                 .map_err(|e| {
                     let unreadable = env.hostfile.as_deref().is_some_and(|p| {
                         let max = lama::limits::MAX_HOSTFILE_BYTES;
@@ -201,16 +202,25 @@ impl Lama {
                     e.to_string()
                 })
                 .and_then(|m| {
+                    let Some(m) = m else {
+                        return Ok((None, MapCheck::Node));
+                    };
                     step_wide.set(false);
                     let total = spank.job_total_task_count().map_err(|e| {
                         format!("cannot read the step's task count from Slurm: {e}")
                     })?;
                     check_step_map(&m, st.nodeid, &ranks, total, het_size)
-                        .map(|how| (m, how))
+                        .map(|how| (Some(m), how))
                         .map_err(|e| e.to_string())
                 });
             match map {
-                Ok((m, how)) => {
+                Ok((None, _)) => {
+                    // Too long to export, whatever the rest: node 0 says it for the step.
+                    let blocks = MAX_TASK_MAP_BLOCKS;
+                    st.warning = Some(Withheld::MapTooLong { blocks }.to_string());
+                    step_wide.set(true);
+                }
+                Ok((Some(m), how)) => {
                     let text = rfc34::encode_wrapped(&m);
                     if variable_fits("TASK_MAP", &text) {
                         st.taskmap = Some(text);

@@ -133,7 +133,7 @@ for N in $sizes; do
     quiet "$work/err"
     errs=$(wc -l < "$work/err")
     if [ "$ran" -eq "$big" ] && [ "$errs" -eq 1 ] &&
-      grep -q '^lama: warning: TASK_MAP not exported: TASK_MAP would take [0-9]* bytes, more than the 131071 one environment variable may hold.*lama taskmap --from-slurm' "$work/err"; then
+      grep -qE '^lama: warning: TASK_MAP not exported: (TASK_MAP would take [0-9]+ bytes|the step.s map has more than [0-9]+ blocks), more than the 131071 (bytes )?one environment variable may hold.*lama taskmap --from-slurm' "$work/err"; then
       ok "$big tasks on $N nodes with a map too long for the environment: all ran without TASK_MAP; srun printed one line: $(cut -c1-120 "$work/err")..."
     else not_ok "map too long for the environment ($ran of $big tasks ran without TASK_MAP, $errs lines on stderr)" "$(sort "$work/err" | uniq -c | sort -rn | head -n 5)"; fi
     # The map it names: computed inside a task, it puts every task on its node.
