@@ -32,6 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
+stats=$top/contrib/bench/stats.awk
 rounds=${1:-100}
 contrib/deps.sh
 # A Slurm built from source (contrib/slurm-build.sh): its commands, and the plugin built for it.
@@ -103,17 +104,9 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
   SLURM_CONF=$a/slurm.conf scancel "$ja"
   SLURM_CONF=$b/slurm.conf scancel "$jb"
   if grep -q FAILED "$out"; then grep FAILED "$out" >&2; exit 1; fi
-  awk -v n="$n" '
+  awk -v n="$n" -f "$stats" -f /dev/stdin "$out" <<'AWK'
     /^(none|noop|taskmap|lama|slurm|bare|site) [0-9]+$/ { k = $1; c[k]++; v[k, c[k]] = $2 / 1000 }
     /node placed in/ { cl = $1; pn[cl]++; pt[cl, pn[cl]] = $5 + 0; pl[cl, pn[cl]] = $0 }
-    function sort(a, m,   i, j, t) { for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }
-    function median(a, m) { return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
-    # Median of the per-round ratios x/y and its 95% interval: order statistics k and m+1-k.
-    function ratio(x, y,   i, m, r, k) {
-      m = c[x]; for (i = 1; i <= m; i++) r[i] = v[x, i] / v[y, i]
-      sort(r, m); k = int((m - 1.96 * sqrt(m)) / 2); if (k < 1) k = 1
-      return sprintf("%.3f [%.3f, %.3f]", median(r, m), r[k], r[m + 1 - k])
-    }
     function row(k, what, against) {
       if (!c[k]) return
       printf "  %-7s %-50s %8.2f", k, what, med[k]
@@ -147,7 +140,8 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
         for (i = 1; i <= m && pt[cl, i] != md; i++) ;
         printf "  plugin per node, cluster %s (--lama-verbose, %d nodes): median %.2f ms [min %.2f, max %.2f]; the median node: %s\n", cl, m, md, a[1], a[m], substr(pl[cl, i], 3)
       }
-    }' "$out"
+    }
+AWK
   rm -f "$out"
 done
 
@@ -167,16 +161,14 @@ for i in $(seq 0 "$jobs"); do
   done
 done > "$out" 2>&1
 if grep -q FAILED "$out"; then grep FAILED "$out" >&2; exit 1; fi
-awk '
+awk -f "$stats" -f /dev/stdin "$out" <<'AWK'
   /^(none|lama) [0-9]+$/ { k = $1; c[k]++; v[k, c[k]] = $2 / 1000 }
-  function sort(a, m,   i, j, t) { for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }
-  function median(a, m) { return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
   END {
-    m = c["lama"]; for (i = 1; i <= m; i++) r[i] = v["lama", i] / v["none", i]
-    sort(r, m); k = int((m - 1.96 * sqrt(m)) / 2); if (k < 1) k = 1
+    m = c["lama"]
     for (x = 1; x <= 2; x++) { kk = (x == 1) ? "none" : "lama"; for (i = 1; i <= m; i++) a[i] = v[kk, i]; sort(a, m); med[kk] = median(a, m) }
     printf "srun -N3 -n3 true as a whole job (ms per job, median of %d; ratio: median of per-round ratios [95%% interval])\n", m
     printf "  %-7s %-50s %8.2f\n", "none", "cluster C: slurmd without a plugin", med["none"]
-    printf "  %-7s %-50s %8.2f   vs none  %.3f [%.3f, %.3f]\n", "lama", "cluster A: slurmd and the job with lama", med["lama"], median(r, m), r[k], r[m + 1 - k]
-  }' "$out"
+    printf "  %-7s %-50s %8.2f   vs none  %s\n", "lama", "cluster A: slurmd and the job with lama", med["lama"], ratio("lama", "none")
+  }
+AWK
 rm -f "$out"

@@ -3,11 +3,14 @@
 # the plugin built against every supported Slurm's headers, then the cluster tests on real Slurm
 # daemons of each tested release: Debian's 22.05 and the release in ../shared/vendor/slurm
 # (built once by contrib/slurm-build.sh and cached outside the tree), including fault injection
-# and a short load; then a few seconds of fuzzing per target, the packages and the pictures.
+# and a short load, and the scale suite on a sandbox of 64 nodes; then a few seconds of fuzzing
+# per target, the packages and the pictures.
 # Usage: contrib/test.sh
 # Environment: LAMA_SHARED (the shared folder, default ../shared beside the repository),
 #   LAMA_TEST_TARBALLS (Slurm source tarballs to build and test besides Debian's 22.05; default
-#   the newest one in $LAMA_SHARED/vendor/slurm; "none" for Debian's alone).
+#   the newest one in $LAMA_SHARED/vendor/slurm; "none" for Debian's alone),
+#   LAMA_TEST_FULL=1 (the full-size suites: the scale suite on 64, 128 and 256 nodes),
+#   LAMA_SCALE_NODES (the scale suite's cluster sizes instead, e.g. "128").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -74,6 +77,7 @@ for r in "${releases[@]}"; do
     tests/slurm/mpi.sh target/debug/lama "$plugin"
     tests/slurm/faults.sh target/debug/lama "$plugin"
     tests/slurm/load.sh target/debug/lama "$plugin"
+    tests/slurm/scale.sh target/debug/lama "$plugin"
     contrib/sandbox.sh stop >/dev/null
   ) 2>&1 | sed -E "s/^(not )?ok - /&[Slurm $version] /" | tee -a "$log"
 done

@@ -163,41 +163,54 @@ fn tasks_per_node_with_many_runs_and_thousands_of_hosts() {
     }
 }
 
-#[test]
-fn a_map_too_long_to_export_is_not_read_to_the_end() {
-    use lama::environ::{Withheld, MAX_TASK_MAP_BLOCKS};
-    use lama::step_map::arbitrary_map_within;
-    // Every line on another node than the line before, not the next one: a block per line.
-    let hosts: Vec<String> = (1..=10).map(|i| format!("n{i}")).collect();
-    let lines = 20_000usize;
+/// `lines` host file lines over n1..n10, each on another node than the line before and not the
+/// next one (a block per line), and the tasks per node they give.
+fn interleaved(lines: usize) -> (Vec<u32>, String) {
     let node = |t: usize| (t * 3) % 10;
     let mut counts = vec![0u32; 10];
-    let text: String = (0..lines)
+    let text = (0..lines)
         .map(|t| {
             counts[node(t)] += 1;
             format!("n{}\n", node(t) + 1)
         })
         .collect();
-    let full = arbitrary_map(&counts, &hosts, HostFile::Text(&text)).expect("map");
-    assert!(full.blocks().len() > MAX_TASK_MAP_BLOCKS + 1);
-    let map = lama::taskmap::rfc34::encode_wrapped(&full);
-    assert!(map.len() > 131_071, "{} bytes", map.len());
-    let cut = arbitrary_map_within(&counts, &hosts, HostFile::Text(&text), MAX_TASK_MAP_BLOCKS)
-        .expect("read");
-    assert!(cut.is_none());
-    // Just under: a map of exactly MAX_TASK_MAP_BLOCKS blocks is computed whole.
-    let under: usize = MAX_TASK_MAP_BLOCKS;
-    let mut counts = vec![0u32; 10];
-    let text: String = (0..under)
-        .map(|t| {
-            counts[node(t)] += 1;
-            format!("n{}\n", node(t) + 1)
-        })
-        .collect();
-    let got = arbitrary_map_within(&counts, &hosts, HostFile::Text(&text), MAX_TASK_MAP_BLOCKS)
-        .expect("read")
-        .expect("whole");
-    assert_eq!(got.blocks().len(), under);
+    (counts, text)
+}
+
+#[test]
+fn a_map_too_long_to_export_is_not_read_to_the_end() {
+    use lama::environ::{variable_fits, Withheld, MAX_TASK_MAP_BLOCKS};
+    use lama::step_map::arbitrary_map_within;
+    let hosts: Vec<String> = (1..=10).map(|i| format!("n{i}")).collect();
+    let within = |lines: usize| {
+        let (counts, text) = interleaved(lines);
+        let full = arbitrary_map(&counts, &hosts, HostFile::Text(&text)).expect("map");
+        let cut = arbitrary_map_within(&counts, &hosts, HostFile::Text(&text), MAX_TASK_MAP_BLOCKS)
+            .expect("read");
+        (full, cut)
+    };
+    // One block more than the most that fits: the whole map would not fit in TASK_MAP.
+    let (full, _) = within(MAX_TASK_MAP_BLOCKS + 1);
+    let text = lama::taskmap::rfc34::encode_wrapped(&full);
+    assert!(
+        !variable_fits("TASK_MAP", &text),
+        "{} bytes fit",
+        text.len()
+    );
+    // A few more: whatever comes back does not fit either (the builder holds up to two blocks
+    // back, so reading stops a little past the line).
+    let (full, cut) = within(MAX_TASK_MAP_BLOCKS + 2);
+    assert_eq!(full.blocks().len(), MAX_TASK_MAP_BLOCKS + 2);
+    if let Some(m) = cut {
+        assert!(!variable_fits("TASK_MAP", &lama::taskmap::rfc34::encode_wrapped(&m)));
+    }
+    // Far more: reading stops.
+    assert!(within(MAX_TASK_MAP_BLOCKS + 4).1.is_none());
+    assert!(within(20_000).1.is_none());
+    // Just under: a map of MAX_TASK_MAP_BLOCKS blocks is computed whole.
+    let (full, cut) = within(MAX_TASK_MAP_BLOCKS);
+    assert_eq!(cut.as_ref(), Some(&full));
+    assert_eq!(full.blocks().len(), MAX_TASK_MAP_BLOCKS);
     let msg = Withheld::MapTooLong {
         blocks: MAX_TASK_MAP_BLOCKS,
     }

@@ -12,6 +12,9 @@
 set -uo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 sizes=${LAMA_SCALE_NODES:-64}
+# Every step runs in one allocation of the whole cluster ($job): that is how a large job runs,
+# and Slurm 26.05 lays out an arbitrary step of more tasks than a node's CPUs only inside one.
+run() { timeout 600 srun --jobid="$job" "$@"; }
 [ "${LAMA_TEST_FULL:-0}" = 1 ] && sizes=${LAMA_SCALE_NODES:-64 128 256}
 
 # An RFC 34 map (bare, or wrapped as {"version":1,"map":...}), decoded: "task node" lines.
@@ -48,7 +51,9 @@ taskmap_step() {
 }
 
 # Drops srun's notes that a step waited for the last one's nodes to be released.
-quiet() { sed -i -E '/^srun: job [0-9]+ (queued and waiting for resources|has been allocated resources)$/d' "$1"; }
+quiet() {
+  sed -i -E '/^srun: (Job [0-9]+ step creation (temporarily disabled, retrying|still disabled, retrying).*|Step created for (job|StepId=)[0-9.]+)$/d' "$1"
+}
 
 # A step placed by lama: every node's tasks bound as `lama plan` places that many tasks on this
 # machine, rank order within the node.
@@ -93,6 +98,8 @@ for N in $sizes; do
   if [ "$idle" = "idle $N" ]; then
     ok "sandbox of $N nodes: all idle $(awk -v b="$began" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - b }') s after start"
   else not_ok "sandbox of $N nodes all idle" "$idle"; fi
+  job=$(salloc --no-shell -N "$N" --exclusive 2>&1 | awk '/Granted job allocation/ {print $NF}')
+  [ -n "$job" ] || { not_ok "an allocation of all $N nodes"; continue; }
 
   tasks=$((4 * N))
   taskmap_step "$N nodes, block, 4 tasks per node" "$tasks" -N "$N" -n "$tasks" -O -m block
@@ -107,13 +114,19 @@ for N in $sizes; do
   placement_step "$N nodes, cyclic, --lama-map=scbnh --lama-bind=1c" "--map scbnh --bind 1c" -N "$N" -n $((2 * N)) -m cyclic --lama-map=scbnh --lama-bind=1c
   placement_step "$N nodes, one task per node, --lama-bind=2c" "--map csbnh --bind 2c" -N "$N" -n "$N" -c 2 --lama-map=csbnh --lama-bind=2c
 
-  # A refusal every node meets: one lama line and one srun line per node, not three per task.
-  out=$(run -N "$N" -n $((8 * N)) -O --lama-bind=2c bash -c 'echo TASK-RAN' 2>&1); rc=$?
+  # A refusal every node meets: one lama line per node, and none from slurmstepd (a failing
+  # task_init gives two per task). srun reports the exit codes itself, grouped per node as the
+  # tasks' exits reach it (26.05 may split a node's tasks over a few lines).
+  run -N "$N" -n $((8 * N)) -O --lama-bind=2c bash -c 'echo TASK-RAN' >"$work/out" 2>&1; rc=$?
+  quiet "$work/out"
+  out=$(cat "$work/out")
   lama_lines=$(grep -c '^lama: error: ' <<<"$out")
+  srun_lines=$(grep -cE '^srun: error: n[0-9]+: tasks? [0-9,-]+: Exited with exit code 1$' <<<"$out")
   lines=$(wc -l <<<"$out")
-  if [ $rc -ne 0 ] && ! grep -q TASK-RAN <<<"$out" && [ "$lama_lines" -eq "$N" ] && [ "$lines" -le $((2 * N + 2)) ]; then
-    ok "$N nodes, $((8 * N)) tasks refused: $lines lines in all ($lama_lines from lama, one per node), no task ran"
-  else not_ok "$N nodes refused step (rc $rc, $lines lines, $lama_lines from lama)" "$(sort <<<"$out" | uniq -c | sort -rn | head -n 8)"; fi
+  if [ $rc -ne 0 ] && ! grep -q TASK-RAN <<<"$out" && [ "$lama_lines" -eq "$N" ] &&
+    [ $((lama_lines + srun_lines)) -eq "$lines" ] && [ "$lines" -lt $((8 * N)) ]; then
+    ok "$N nodes, $((8 * N)) tasks refused: $lama_lines lines from lama (one per node), $srun_lines exit reports from srun, nothing else; no task ran"
+  else not_ok "$N nodes refused step (rc $rc, $lines lines: $lama_lines from lama, $srun_lines exit reports)" "$(grep -vE '^(lama: error: |srun: error: n[0-9]+: tasks? )' <<<"$out" | head -n 5)" "$(sort <<<"$out" | uniq -c | sort -rn | head -n 4)"; fi
 
   # Refused in srun, before any node is asked: the job's environment already gives GPUs per task.
   out=$(SLURM_GPUS_PER_TASK=1 run -N "$N" -n "$N" --lama-gpus=1 bash -c 'echo TASK-RAN' 2>&1); rc=$?
@@ -128,7 +141,7 @@ for N in $sizes; do
     # TASK_MAP, and says why once.
     big=16384
     shuffled "$N" "$big" 7 > "$work/big"
-    out=$(SLURM_HOSTFILE=$work/big timeout 600 srun -n "$big" -O -m arbitrary bash -c 'echo "T $SLURM_PROCID ${TASK_MAP-unset}"' 2>"$work/err")
+    out=$(SLURM_HOSTFILE=$work/big run -n "$big" -O -m arbitrary bash -c 'echo "T $SLURM_PROCID ${TASK_MAP-unset}"' 2>"$work/err")
     ran=$(grep -c '^T [0-9]* unset$' <<<"$out")
     quiet "$work/err"
     errs=$(wc -l < "$work/err")
@@ -138,7 +151,7 @@ for N in $sizes; do
     else not_ok "map too long for the environment ($ran of $big tasks ran without TASK_MAP, $errs lines on stderr)" "$(sort "$work/err" | uniq -c | sort -rn | head -n 5)"; fi
     # The map it names: computed inside a task, it puts every task on its node.
     # (The map goes to a file: a line that long would be cut into pieces among the others.)
-    out=$(SLURM_HOSTFILE=$work/big timeout 600 srun -n "$big" -O -m arbitrary bash -c \
+    out=$(SLURM_HOSTFILE=$work/big run -n "$big" -O -m arbitrary bash -c \
       'if [ "$SLURM_PROCID" = 0 ]; then '"$lama"' taskmap --from-slurm > '"$work/bigmap"'; fi; echo "T $SLURM_PROCID $SLURM_NODEID"' 2>&1)
     got=$(awk '$1 == "T" {print $2, $3}' <<<"$out" | sort -n)
     want=$(awk "$decode" "$work/bigmap" | sort -n)
@@ -147,8 +160,9 @@ for N in $sizes; do
     else not_ok "lama taskmap --from-slurm in the big step" "$(diff <(echo "$got") <(echo "$want") | head -n 10)"; fi
 
     # Near execve's limit: a 1 MiB stack limit leaves 256 KiB for a task's arguments and
-    # environment. Filled so that the tasks start as they are but not with the step's map too,
-    # lama withholds the map (once per node) and every task runs.
+    # environment. Filled (measured by a first step without lama's map) so that the tasks start
+    # as they are but would not with the step's map too, lama withholds the map (said once per
+    # node) and every task runs.
     mid=1200
     shuffled "$N" "$mid" 11 > "$work/mid"
     script='echo "R $SLURM_PROCID ${TASK_MAP-unset} $(env -0 | wc -c) $(env | wc -l)"'
@@ -165,22 +179,21 @@ for N in $sizes; do
         fillers+=("LAMA_FILL$i=$(head -c "$len" /dev/zero | tr '\0' f)")
         left=$(( left - len - 16 )); i=$((i + 1))
       done
-      out=$(ulimit -s 1024; env "${fillers[@]}" SLURM_HOSTFILE="$work/mid" timeout 300 srun -n "$mid" -O -m arbitrary bash -c "$script" 2>"$work/err")
-      ran=$(grep -c '^R [0-9]* unset ' <<<"$out")
+      out=$(export "${fillers[@]}" SLURM_HOSTFILE="$work/mid"; ulimit -s 1024; run -n "$mid" -O -m arbitrary bash -c "$script" 2>"$work/err")
       quiet "$work/err"
+      ran=$(grep -c '^R [0-9]* unset ' <<<"$out")
       warned=$(grep -c '^lama: warning: TASK_MAP not exported: with it the task.s arguments and environment would take' "$work/err")
       others=$(grep -vc '^lama: warning: TASK_MAP not exported: with it' "$work/err")
-      # The control: the same environment with a TASK_MAP of the map's size does not start.
+      # The map's size, and what the tasks would have needed with it: more than execve allows.
       size=$(SLURM_HOSTFILE=$work/mid "$lama" taskmap --from-slurm --tasks-per-node "$(awk '{c[$1]++} END {for (i = 1; i <= '"$N"'; i++) printf "%s%d", (i > 1 ? "," : ""), c["n" i]}' "$work/mid")" --distribution arbitrary --nodelist "n[1-$N]" | wc -c)
-      ctl=$(ulimit -s 1024; env "${fillers[@]}" TASK_MAP="$(head -c "$size" /dev/zero | tr '\0' m)" SLURM_HOSTFILE="$work/mid" \
-        timeout 300 srun -n "$mid" -O -m arbitrary --lama-off bash -c "$script" 2>&1)
-      if [ "$ran" -eq "$mid" ] && [ "$warned" -ge 1 ] && [ "$warned" -le "$N" ] && [ "$others" -eq 0 ] &&
-        ! grep -q '^R ' <<<"$ctl" && grep -q 'Argument list too long' <<<"$ctl"; then
-        ok "near execve's limit ($fill bytes of filler under a 1 MiB stack, a $size-byte map): all $mid tasks ran without TASK_MAP, $warned lama lines (at most one per node); with a TASK_MAP that size they would not start"
-      else not_ok "near execve's limit ($ran of $mid ran, $warned warnings, $others other lines)" "$(sort "$work/err" | uniq -c | sort -rn | head -n 5)" "control: $(sort <<<"$ctl" | uniq -c | sort -rn | head -n 3)"; fi
+      need=$(( probe + argv + fill + size + 9 + 8 ))
+      if [ "$ran" -eq "$mid" ] && [ "$warned" -ge 1 ] && [ "$warned" -le "$N" ] && [ "$others" -eq 0 ] && [ "$need" -gt 262144 ]; then
+        ok "near execve's limit ($fill bytes of filler under a 1 MiB stack; with the $size-byte map a task would need about $need of the 262144 bytes execve allows): all $mid tasks ran without TASK_MAP, $warned lama lines (at most one per node)"
+      else not_ok "near execve's limit ($ran of $mid ran, $warned warnings, $others other lines, about $need bytes needed with the map)" "$(sort "$work/err" | uniq -c | sort -rn | head -n 5)"; fi
     else not_ok "near execve's limit: could not measure the tasks' environment (probe '$probe')"; fi
   fi
 
+  scancel "$job"
   began=$(date +%s.%N)
   "$top/contrib/sandbox.sh" stop >"$work/stop" 2>&1; rc=$?
   left=$(grep -lszxF "LAMA_SANDBOX_DAEMON=$LAMA_SANDBOX" /proc/[0-9]*/environ | wc -l)
