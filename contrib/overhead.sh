@@ -53,8 +53,8 @@ stop_all() {
 }
 stop_all
 trap stop_all EXIT
-cluster $a "${LAMA_SANDBOX_PORT:-46800}" task/affinity
-cluster $b $((${LAMA_SANDBOX_PORT:-46800} + 1000)) task/none
+cluster $a "${LAMA_SANDBOX_PORT:-22800}" task/affinity
+cluster $b $((${LAMA_SANDBOX_PORT:-22800} + 1000)) task/none
 cpus=$(nproc)
 echo "machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo); Slurm $(SLURM_CONF=$a/slurm.conf srun --version | awk '{print $2}'); $rounds rounds per shape"
 # An allocation of N tasks on the 3 nodes of cluster DIR; prints its job id.
@@ -148,7 +148,7 @@ done
 # Whole jobs. Cluster C's slurmd starts without any plugin (an empty plugstack.conf).
 jobs=${LAMA_OVERHEAD_JOBS:-$(( rounds < 60 ? rounds : 60 ))}
 [ "$jobs" -gt 0 ] || exit 0
-cluster $c $((${LAMA_SANDBOX_PORT:-46800} + 2000)) task/affinity ""
+cluster $c $((${LAMA_SANDBOX_PORT:-22800} + 2000)) task/affinity ""
 echo "required $plugin" > "$a/plugstack.conf"
 out=$(mktemp)
 for i in $(seq 0 "$jobs"); do

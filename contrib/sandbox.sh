@@ -171,6 +171,13 @@ ours() {
 
 start() {
   deps
+  # Ports the kernel hands out for outgoing connections (srun, slurmstepd) could be taken when a
+  # slurmd binds its own.
+  local low
+  low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  if [ $((port + 100 + count)) -ge "$low" ] && [ "$port" -lt "$(awk '{print $2}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 60999)" ]; then
+    die "ports $((port + 17)) to $((port + 100 + count)) reach the kernel's ephemeral range (from $low): choose a lower LAMA_SANDBOX_PORT or fewer nodes"
+  fi
   if alive "$dir/slurmctld.pid"; then die "already running in $dir (stop it first)"; fi
   rm -rf "$dir"
   write_conf

@@ -23,13 +23,14 @@ if [ -n "${LAMA_SLURM_PREFIX:-}" ]; then
 fi
 cargo build --release --quiet -p lama-spank -p lama-probe
 plugin=$PWD/target/release/liblama_spank.so
-export LAMA_SANDBOX=/tmp/lama-bench-scale LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-36800}
+export LAMA_SANDBOX=/tmp/lama-bench-scale LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-21800}
 export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
 trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true' EXIT
-echo "machine: $(nproc) CPUs; Slurm $(srun --version | awk '{print $2}'); $rounds rounds per size"
 for n in ${LAMA_BENCH_SIZES:-8 64 256}; do
   contrib/sandbox.sh stop >/dev/null 2>&1 || true
   LAMA_SANDBOX_NODES=$n LAMA_SANDBOX_PLUGIN="required $plugin" contrib/sandbox.sh start >/dev/null
+  [ -n "${said:-}" ] || echo "machine: $(nproc) CPUs; Slurm $(sinfo --version | awk '{print $2}'); $rounds rounds per size"
+  said=1
   job=$(salloc --no-shell -N "$n" --exclusive 2>&1 | awk '/Granted job allocation/ {print $NF}')
   [ -n "$job" ] || { echo "bench: no allocation of $n nodes" >&2; exit 1; }
   step() {  # KIND [extra srun arguments]: one step; prints "KIND microseconds"

@@ -67,7 +67,7 @@ pub extern "C" fn slurm_spank_init(_: *mut u8, ac: i32, _: *const *const u8) -> 
 EOF
 cargo build --release --quiet --manifest-path "$work/rust/Cargo.toml" --target-dir "$work/rust/target"
 
-LAMA_SANDBOX=$dir LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-36800} contrib/sandbox.sh start >/dev/null
+LAMA_SANDBOX=$dir LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-25800} contrib/sandbox.sh start >/dev/null
 export SLURM_CONF=$dir/slurm.conf
 job=$(salloc --no-shell -N3 -n3 2>&1 | awk '/Granted job allocation/ {print $NF}')
 [ -n "$job" ] || { echo "spank-phases: no allocation on the sandbox cluster" >&2; exit 1; }
