@@ -31,8 +31,8 @@ for n in ${LAMA_BENCH_SIZES:-8 64 256}; do
   LAMA_SANDBOX_NODES=$n LAMA_SANDBOX_PLUGIN="required $plugin" contrib/sandbox.sh start >/dev/null
   [ -n "${said:-}" ] || echo "machine: $(nproc) CPUs; Slurm $(sinfo --version | awk '{print $2}'); $rounds rounds per size"
   said=1
-  job=$(salloc --no-shell -N "$n" --exclusive 2>&1 | awk '/Granted job allocation/ {print $NF}')
-  [ -n "$job" ] || { echo "bench: no allocation of $n nodes" >&2; exit 1; }
+  job=$(salloc --no-shell -N "$n" --exclusive 2>&1 | awk '/Granted job allocation/ {print $NF}') || true
+  [ -n "$job" ] || { echo "bench: no allocation of $n nodes" >&2; sinfo >&2 || true; exit 1; }
   step() {  # KIND [extra srun arguments]: one step; prints "KIND microseconds"
     local kind=$1 line="required $plugin" args=()
     shift

@@ -1,7 +1,9 @@
 //! `SLURM_STEP_TASKS_PER_NODE` strings, then Slurm's layouts of those counts: block, cyclic and
-//! plane put exactly each node's count of tasks on it.
+//! plane put exactly each node's count of tasks on it, and the map every node computes without
+//! one entry per task (`step_taskmap`) is the per-task layout's.
 #![no_main]
-use lama::slurm_layout::{expand_counts, layout, Distribution};
+use lama::slurm_layout::{expand_counts, layout, step_taskmap, Distribution};
+use lama::taskmap::TaskMap;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: (u8, &str)| {
@@ -19,6 +21,8 @@ fuzz_target!(|data: (u8, &str)| {
         _ => Distribution::Plane(u32::from(pick / 3).max(1)),
     };
     let nodes = layout(&counts, &dist, &[]).expect("counts always lay out");
+    let map = step_taskmap(&counts, &dist, &[]).expect("counts always map");
+    assert_eq!(map, TaskMap::encode(&nodes));
     let mut seen = vec![0u32; counts.len()];
     for n in nodes {
         seen[n as usize] += 1;
