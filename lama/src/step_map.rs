@@ -138,7 +138,8 @@ pub fn arbitrary_map_within(
         line_no += 1;
         let mut err = None;
         hostfile_line(line, line_no, MAX_TASKS, tasks as usize, |h, times| {
-            if err.is_some() || tasks >= total {
+            // `host*0` names a host for no task: it is not looked up, as Slurm lays out none.
+            if err.is_some() || tasks >= total || times == 0 {
                 return;
             }
             let node = match &last {

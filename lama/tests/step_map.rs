@@ -74,6 +74,9 @@ fn host_file_grammar_in_the_streamed_reader() {
     // A host*N past the step's tasks counts up to the step's tasks, as Slurm reads it.
     let map = arbitrary_map(&[1, 1, 2], &hosts, HostFile::Text("a1 a2 b*5\n")).expect("map");
     assert_eq!(map.assignment(), [0, 1, 2, 2]);
+    // Found by fuzzing: `host*0` gives no task, so its host need not be the step's.
+    let map = arbitrary_map(&[1, 0, 0], &hosts, HostFile::Text("n[0-72]*0 a1\n")).expect("map");
+    assert_eq!(map.assignment(), [0]);
     let e = arbitrary_map(&[1, 1, 1], &hosts, HostFile::Text("a1\nc\nb\n")).unwrap_err();
     assert!(
         e.to_string()
@@ -202,7 +205,10 @@ fn a_map_too_long_to_export_is_not_read_to_the_end() {
     let (full, cut) = within(MAX_TASK_MAP_BLOCKS + 2);
     assert_eq!(full.blocks().len(), MAX_TASK_MAP_BLOCKS + 2);
     if let Some(m) = cut {
-        assert!(!variable_fits("TASK_MAP", &lama::taskmap::rfc34::encode_wrapped(&m)));
+        assert!(!variable_fits(
+            "TASK_MAP",
+            &lama::taskmap::rfc34::encode_wrapped(&m)
+        ));
     }
     // Far more: reading stops.
     assert!(within(MAX_TASK_MAP_BLOCKS + 4).1.is_none());

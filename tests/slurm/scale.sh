@@ -25,17 +25,19 @@ decode='{ s = $0; sub(/^\{"version":1,"map":/, "", s); sub(/\}$/, "", s)
   for (i = 1; i <= n; i++) { split(b[i], f, ",")
     for (r = 0; r < f[4]; r++) for (k = 0; k < f[2]; k++) for (j = 0; j < f[3]; j++) print t++, f[1] + k } }'
 
-# Each task: "T rank node checksum-of-TASK_MAP"; task 0 also prints the map itself.
+# Each task: "T rank node checksum-of-TASK_MAP"; task 0 also writes the map itself to a file (a
+# long line on srun's output may be cut among the others' lines).
 report='c=$(printf %s "${TASK_MAP-unset}" | cksum); echo "T $SLURM_PROCID $SLURM_NODEID ${c%% *}"
-  [ "$SLURM_PROCID" = 0 ] && echo "MAP ${TASK_MAP-unset}"; true'
+  [ "$SLURM_PROCID" = 0 ] && printf "%s" "${TASK_MAP-unset}" > "$LAMA_TEST_MAP"; true'
 
 # A step whose every task must find in TASK_MAP the node Slurm ran it on, all with one map.
 taskmap_step() {
   local name=$1 ntasks=$2 out map sum got want
   shift 2
-  out=$(run "$@" bash -c "$report" 2>"$work/err")
+  rm -f "$work/map"
+  out=$(LAMA_TEST_MAP=$work/map run "$@" bash -c "$report" 2>"$work/err")
   quiet "$work/err"
-  map=$(awk '$1 == "MAP" {print $2}' <<<"$out")
+  map=$(cat "$work/map" 2>/dev/null)
   sum=$(printf %s "$map" | cksum); sum=${sum%% *}
   got=$(awk '$1 == "T" {print $2, $3}' <<<"$out" | sort -n)
   want=$(awk "$decode" <<<"$map" | sort -n)
