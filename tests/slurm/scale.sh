@@ -52,9 +52,11 @@ taskmap_step() {
   fi
 }
 
-# Drops srun's notes that a step waited for the last one's nodes to be released.
+# Drops srun's own notes: a step waited for the last one's nodes to be released, and (26.05 from
+# about 256 nodes) its connection manager deferred some of the slurmstepds' connections.
 quiet() {
-  sed -i -E '/^srun: (Job [0-9]+ step creation (temporarily disabled, retrying|still disabled, retrying).*|Step created for (job|StepId=)[0-9.]+)$/d' "$1"
+  sed -i -E -e '/^srun: (Job [0-9]+ step creation (temporarily disabled, retrying|still disabled, retrying).*|Step created for (job|StepId=)[0-9.]+)$/d' \
+    -e '/^srun: warning: _[a-z_]+: \[[^]]*\] Deferring .* due to [0-9]+\/[0-9]+ connections$/d' "$1"
 }
 
 # A step placed by lama: every node's tasks bound as `lama plan` places that many tasks on this
