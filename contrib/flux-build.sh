@@ -13,23 +13,16 @@ cache=${LAMA_FLUX_CACHE:-/var/cache/lama/flux}
 
 die() { echo "flux-build: $*" >&2; exit 1; }
 
+what=flux-core stem=flux-core
+# shellcheck source=contrib/cached-build.sh
+source "$top/contrib/cached-build.sh"
+
 tarball=${1:-}
 if [ -z "$tarball" ]; then
   tarball=$(ls "$top"/../shared/vendor/flux-core/flux-core-[0-9]*.tar.* 2>/dev/null | grep -v subset | sort -V | tail -n 1)
   [ -n "$tarball" ] || die "no tarball given and none in $top/../shared/vendor/flux-core/"
 fi
-[ -r "$tarball" ] || die "cannot read $tarball"
-name=$(basename "$tarball")
-version=${name#flux-core-}
-version=${version%.tar.*}
-[[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "cannot tell the version from $name (want flux-core-X.Y.Z.tar.*)"
-prefix=$cache/flux-core-$version
-marker=$prefix/.lama-build-complete
-
-if [ -f "$marker" ]; then
-  echo "$prefix"
-  exit 0
-fi
+cached_prefix "$tarball"
 
 # Debian 12's packages for the build (lua-posix serves Lua up to 5.3, hence 5.3).
 "$top/contrib/deps.sh" autoconf automake libtool make pkg-config build-essential libzmq3-dev \
@@ -37,26 +30,15 @@ fi
   liblua5.3-dev lua-posix python3-dev python3-cffi python3-ply python3-setuptools python3-yaml \
   jq munge xz-utils
 
-build=$cache/build-$version
-rm -rf "$build" "$prefix"
-mkdir -p "$build"
-log=$build/build.log
-started=$(date +%s)
-echo "flux-build: building flux-core $version into $prefix (log: $log)" >&2
-tar -xf "$tarball" -C "$build" --strip-components=1
-(
-  cd "$build"
+steps() {
   # No .git in a tarball: the version comes from FLUX_VERSION. Debian's own Python has ply.
   FLUX_VERSION=$version ./autogen.sh >"$log" 2>&1
   ./configure --prefix="$prefix" --disable-docs PYTHON=/usr/bin/python3 LUA=/usr/bin/lua5.3 \
     CFLAGS="-O2" >>"$log" 2>&1
   make -j"$(nproc)" >>"$log" 2>&1
   make install >>"$log" 2>&1
-) || { tail -n 30 "$log" >&2; die "building flux-core $version failed (log: $log)"; }
+}
+cached_build steps
 [ -x "$prefix/bin/flux" ] || die "the build has no bin/flux (log: $log)"
 [ -f "$prefix/include/flux/shell.h" ] || die "the build has no include/flux/shell.h (log: $log)"
-echo "$(( $(date +%s) - started ))" > "$prefix/.lama-build-seconds"
-touch "$marker"
-rm -rf "$build"
-echo "flux-build: flux-core $version built in $(cat "$prefix/.lama-build-seconds") s" >&2
-echo "$prefix"
+cached_done
