@@ -1,0 +1,169 @@
+//! The job's environment as it concerns devices: the GPUs Slurm gave the step (read from the
+//! variables its GPU plugin writes), and the variables each task gets for its own devices.
+
+use super::{Kind, Locality, LocalityError, TaskDevices, Vendor};
+use crate::idset::join_commas;
+
+/// The GPUs a job was given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllowedGpus {
+    /// Device indexes.
+    pub devices: Vec<usize>,
+    /// Per device, how its vendor's variable wrote it (Slurm's own numbering).
+    pub entries: Vec<(usize, String)>,
+}
+
+/// Why lama cannot choose among a step's GPUs when Slurm gives or binds them task by task, read
+/// through `get`: `--gpus-per-task` (`SLURM_GPUS_PER_TASK`, or a GPU in `SLURM_TRES_PER_TASK`) or
+/// a GPU binding other than `none` in `bind_var` (`SLURMD_TRES_BIND` in a task; srun reads
+/// `SLURM_TRES_BIND` and `SLURM_GPU_BIND` from its environment). `None` when neither is set.
+pub fn gpus_per_task(get: impl Fn(&str) -> Option<String>, bind_var: &str) -> Option<String> {
+    let per_task = get("SLURM_TRES_PER_TASK").is_some_and(|t| t.contains("gpu"))
+        || get("SLURM_GPUS_PER_TASK").is_some_and(|t| !t.trim().is_empty());
+    if per_task {
+        return Some("Slurm gives this step's GPUs task by task (--gpus-per-task), and its variables in each task then do not name the step's GPUs reliably, so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N), or leave GPUs to Slurm (no --lama-gpus)".into());
+    }
+    let bind = get(bind_var)?;
+    let gpu = bind
+        .split(['+', ';'])
+        .map(str::trim)
+        .find_map(|b| {
+            b.strip_prefix("gres/gpu:")
+                .or_else(|| b.strip_prefix("gpu:"))
+        })
+        .or_else(|| (bind_var == "SLURM_GPU_BIND").then_some(bind.trim()));
+    let how = gpu.filter(|h| !h.is_empty() && !h.starts_with("none"))?;
+    Some(format!(
+        "Slurm binds GPUs task by task in this step (gpu:{how}, from --gpus-per-task or --gpu-bind), so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N) without --gpu-bind, or leave GPUs to Slurm (no --lama-gpus)"
+    ))
+}
+
+/// The GPUs a job may use, from what Slurm's GPU allocation exported: `CUDA_VISIBLE_DEVICES`
+/// (NVIDIA), `ROCR_VISIBLE_DEVICES` (AMD), `ZE_AFFINITY_MASK` (Intel), read through `get`.
+///
+/// Returns `None` when none is set (every GPU of the node counts), else the allowed devices and,
+/// per device, the entry to export for it (Slurm may number the GPUs it gives from 0:
+/// then `SLURM_STEP_GPUS` / `SLURM_JOB_GPUS` name the hardware indexes, entry by entry).
+/// When `SLURM_GPUS_ON_NODE` says Slurm gave GPUs but no vendor variable names them (as with
+/// `--gpu-bind=none` on 22.05), lama cannot tell which GPUs are the step's: that is an error.
+/// So is a step whose GPUs Slurm gives or binds task by task (`--gpus-per-task`, seen in
+/// `SLURM_TRES_PER_TASK` or `SLURM_GPUS_PER_TASK`; `--gpu-bind`, in `SLURMD_TRES_BIND`): each
+/// task's variables then describe at most its own GPUs, and under `--gpus-per-task` Slurm 26.05's
+/// `SLURM_STEP_GPUS` was seen naming a GPU the task's device cgroup did not allow.
+pub fn allowed_gpus(
+    loc: &Locality,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<Option<AllowedGpus>, LocalityError> {
+    if let Some(why) = gpus_per_task(&get, "SLURMD_TRES_BIND") {
+        return Err(LocalityError::Allowed(why));
+    }
+    let mut allowed = Vec::new();
+    let mut names = Vec::new();
+    let mut any = false;
+    let slurm = get("SLURM_STEP_GPUS")
+        .or_else(|| get("SLURM_JOB_GPUS"))
+        .filter(|v| !v.trim().is_empty());
+    for (var, vendor) in [
+        ("CUDA_VISIBLE_DEVICES", Vendor::Nvidia),
+        ("ROCR_VISIBLE_DEVICES", Vendor::Amd),
+        ("ZE_AFFINITY_MASK", Vendor::Intel),
+    ] {
+        let Some(value) = get(var) else { continue };
+        any = true;
+        let entries: Vec<&str> = value
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .collect();
+        let hw: Vec<&str> = match &slurm {
+            Some(s) if s.split(',').count() == entries.len() => {
+                s.split(',').map(str::trim).collect()
+            }
+            _ => entries.clone(),
+        };
+        for (entry, hw) in entries.iter().zip(hw) {
+            // Level Zero sub-devices (`0.1`) belong to device 0.
+            let idx: u32 = hw.split('.').next().unwrap_or("").parse().map_err(|_| {
+                LocalityError::Allowed(format!(
+                    "{var}={value}: '{entry}' is not a GPU index (lama chooses among GPUs given by index)"
+                ))
+            })?;
+            if let Some(d) = loc
+                .devices
+                .iter()
+                .position(|d| d.kind == Kind::Gpu && d.vendor == vendor && d.index == Some(idx))
+            {
+                if !allowed.contains(&d) {
+                    allowed.push(d);
+                    names.push((d, entry.to_string()));
+                }
+            }
+        }
+    }
+    if !any {
+        let given = get("SLURM_GPUS_ON_NODE").and_then(|v| v.trim().parse::<u32>().ok());
+        if let Some(n) = given.filter(|&n| n > 0) {
+            return Err(LocalityError::Allowed(format!(
+                "Slurm gave the step {n} GPU(s) on this node but did not say which (no CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK, as with --gpu-bind=none on Slurm 22.05), so lama cannot choose among them; drop --gpu-bind=none, or leave GPUs to Slurm (no --lama-gpus)"
+            )));
+        }
+    }
+    Ok(any.then_some(AllowedGpus {
+        devices: allowed,
+        entries: names,
+    }))
+}
+
+/// The environment one task gets for its devices: `LAMA_NICS`, `UCX_NET_DEVICES`, `LAMA_GPUS`, and
+/// `CUDA_VISIBLE_DEVICES` / `ROCR_VISIBLE_DEVICES` / `ZE_AFFINITY_MASK` for the vendors it got.
+/// `gpu_entry` overrides how a GPU is written in its vendor's variable.
+pub fn task_env(
+    loc: &Locality,
+    picks: &TaskDevices,
+    want_nics: bool,
+    want_gpus: bool,
+    gpu_entry: &[(usize, String)],
+) -> Vec<(String, String)> {
+    let devs = &loc.devices;
+    // Values are written straight from the device names: every task of a step builds its own.
+    let mut env = Vec::with_capacity(usize::from(want_nics) * 2 + usize::from(want_gpus) * 2);
+    if want_nics {
+        let nics = || picks.nics.iter().map(|&d| &devs[d]);
+        env.push((
+            "LAMA_NICS".into(),
+            join_commas(nics().map(|d| d.name.as_str())),
+        ));
+        env.push((
+            "UCX_NET_DEVICES".into(),
+            join_commas(nics().filter_map(|d| d.ucx.as_deref())),
+        ));
+    }
+    if want_gpus {
+        env.push((
+            "LAMA_GPUS".into(),
+            join_commas(picks.gpus.iter().map(|&d| devs[d].name.as_str())),
+        ));
+        for (var, vendor) in [
+            ("CUDA_VISIBLE_DEVICES", Vendor::Nvidia),
+            ("ROCR_VISIBLE_DEVICES", Vendor::Amd),
+            ("ZE_AFFINITY_MASK", Vendor::Intel),
+        ] {
+            let entries: Vec<String> = picks
+                .gpus
+                .iter()
+                .filter(|&&d| devs[d].vendor == vendor)
+                .filter_map(|&d| {
+                    gpu_entry
+                        .iter()
+                        .find(|(g, _)| *g == d)
+                        .map(|(_, e)| e.clone())
+                        .or_else(|| devs[d].index.map(|i| i.to_string()))
+                })
+                .collect();
+            if !entries.is_empty() {
+                env.push((var.into(), join_commas(&entries)));
+            }
+        }
+    }
+    env
+}
