@@ -67,17 +67,17 @@ fn each(array: *const *const c_char, mut f: impl FnMut(&[u8])) {
 
 /// The job's (in `user_init`, the step's; in `task_init`, this task's) arguments and
 /// environment as `execve` counts them, and the `NAME=VALUE` size of each of `names` the
-/// environment holds (`None` where it does not). `None` when Slurm does not say.
-pub fn measure(names: &[String]) -> Option<(ExecSize, Vec<Option<usize>>)> {
+/// environment holds. `None` when Slurm does not say.
+pub fn measure(names: &[&str]) -> Option<(ExecSize, Vec<(String, usize)>)> {
     let env = strings(false)?;
     let argv = strings(true)?;
-    let mut found = vec![None; names.len()];
+    let mut found = Vec::new();
     let mut size = ExecSize::default();
     each(env, |s| {
         size = size.plus(ExecSize::of([s]));
         if let Some(eq) = s.iter().position(|&b| b == b'=') {
-            if let Some(i) = names.iter().position(|n| n.as_bytes() == &s[..eq]) {
-                found[i] = Some(s.len() + 1);
+            if let Some(n) = names.iter().find(|n| n.as_bytes() == &s[..eq]) {
+                found.push((n.to_string(), s.len() + 1));
             }
         }
     });

@@ -73,14 +73,19 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
     } else {
         None
     };
-    let names: Vec<String> = groups
-        .iter()
-        .flat_map(|g| g.vars.iter().map(|(n, _)| n.clone()))
-        .collect();
-    let measured = st.check_room.then(|| room::measure(&names)).flatten();
+    // Measured only where user_init found the step near the limit (or lama places).
+    let measured = if st.check_room {
+        let names: Vec<&str> = groups
+            .iter()
+            .flat_map(|g| g.vars.iter().map(|(n, _)| n.as_str()))
+            .collect();
+        room::measure(&names)
+    } else {
+        None
+    };
     let (vars, withheld) = match measured {
         Some((now, found)) => {
-            let existing = |n: &str| names.iter().position(|x| *x == n).and_then(|i| found[i]);
+            let existing = |n: &str| found.iter().find(|(k, _)| k == n).map(|(_, b)| *b);
             fit(groups, now, existing, st.exec_limit)
         }
         // Not measured: each variable is still checked against the one-string limit.
