@@ -3,8 +3,9 @@
 # the plugin built against every supported Slurm's headers, then the cluster tests on real Slurm
 # daemons of each tested release: Debian's 22.05 and the release in ../shared/vendor/slurm
 # (built once by contrib/slurm-build.sh and cached outside the tree), including fault injection
-# and a short load, and the scale suite on a sandbox of 64 nodes; then a few seconds of fuzzing
-# per target, the packages and the pictures.
+# and a short load, and the scale suite on a sandbox of 64 nodes; then the Flux shell plugin on
+# real Flux instances (flux-core built once by contrib/flux-build.sh, cached outside the tree); a
+# few seconds of fuzzing per target, the packages and the pictures.
 # Usage: contrib/test.sh
 # Environment: LAMA_SHARED (the shared folder, default ../shared beside the repository),
 #   LAMA_TEST_TARBALLS (Slurm source tarballs to build and test besides Debian's 22.05; default
@@ -81,6 +82,12 @@ for r in "${releases[@]}"; do
     contrib/sandbox.sh stop >/dev/null
   ) 2>&1 | sed -E "s/^(not )?ok - /&[Slurm $version] /" | tee -a "$log"
 done
+
+echo "== the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh)"
+flux_prefix=$(contrib/flux-build.sh)
+cargo build --quiet -p lama-flux
+tests/flux/plugin.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
+tests/flux/hardware.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
 
 echo "== fuzzing: every target for a few seconds from its committed corpus (AddressSanitizer)"
 contrib/fuzz.sh 5 2>&1 | sed -E 's/^([a-z_0-9]+) +([0-9]+) .* ok$/ok - fuzz \1: \2 executions, no crash, leak or hang/; s/^([a-z_0-9]+) .*FAILED.*/not ok - fuzz &/' | tee -a "$log"

@@ -9,7 +9,7 @@ use thiserror::Error;
 use crate::idset::{format_list, parse_list};
 use crate::level::Level;
 use crate::locality::{
-    allowed_gpus, choose, task_env, Locality, LocalityError, TaskDevices, Weights,
+    allowed_gpus, choose, task_env, AllowedGpus, Locality, LocalityError, TaskDevices, Weights,
 };
 use crate::mapper::{plan, PlacementError};
 use crate::spec::Request;
@@ -280,12 +280,24 @@ pub fn choose_devices(
     weights: Option<&Weights>,
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<NodeDevices, StepError> {
-    let err = |e: LocalityError| StepError::Devices(e.to_string());
     let given = if gpus > 0 {
-        allowed_gpus(loc, get).map_err(err)?
+        allowed_gpus(loc, get).map_err(|e| StepError::Devices(e.to_string()))?
     } else {
         None
     };
+    choose_among(loc, tasks, (nics, gpus), weights, given)
+}
+
+/// [`choose_devices`] with the GPUs the job was given already known (`None`: every GPU of the
+/// node), as the Flux shell knows them from the job's resources.
+pub fn choose_among(
+    loc: &Locality,
+    tasks: &[TaskBinding],
+    (nics, gpus): (usize, usize),
+    weights: Option<&Weights>,
+    given: Option<AllowedGpus>,
+) -> Result<NodeDevices, StepError> {
+    let err = |e: LocalityError| StepError::Devices(e.to_string());
     let cpus: Vec<&[u32]> = tasks.iter().map(|t| t.cpus.as_slice()).collect();
     let picks = choose(
         loc,

@@ -34,6 +34,20 @@ impl NodeTopology {
         ))
     }
 
+    /// [`NodeTopology::from_xml_file_with_devices`] from XML text (the Flux shell's copy of its
+    /// node), named `name` in messages.
+    pub fn from_xml_text_with_devices(
+        name: &str,
+        xml: &str,
+        whole: bool,
+    ) -> Result<(NodeTopology, Locality), TopologyError> {
+        let topo = hwloc(name, Some(xml), true, true)?;
+        Ok((
+            NodeTopology::convert(&topo, name, !whole)?,
+            Locality::from_hwloc(&topo),
+        ))
+    }
+
     /// [`NodeTopology::this_machine`] (or [`NodeTopology::this_machine_whole`] when `whole`), the
     /// CPUs this process may use, and the machine's devices, from one probe.
     pub fn this_machine_with_devices(

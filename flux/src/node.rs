@@ -1,0 +1,305 @@
+//! What `shell.init` decides for this shell's node: the job's `TASK_MAP`, and when lama places
+//! the job, each of the node's tasks' CPUs, devices and OpenMP places; and the `lama` task-map
+//! scheme. The decisions are the library's; this module gathers what Flux says.
+
+use std::time::{Duration, Instant};
+
+use lama::environ::{exec_limit, variable_fits, ExecSize, Group, MAX_VARIABLE_BYTES};
+use lama::flux_job::{cores_per_node, flux_words, given_gpus, scheme_map, RankInfo};
+use lama::locality::{Locality, Weights};
+use lama::openmp::plan_threads;
+use lama::slurm_step::{choose_among, cores_to_cpus, place_node, usable_cpus, TaskBinding};
+use lama::NodeTopology;
+use serde_json::Value;
+
+use crate::ffi::{self, Args, Plugin, Shell};
+use crate::{affinity, Config};
+
+/// What a task can do without `TASK_MAP` under Flux.
+pub const TASK_MAP_INSTEAD: &str =
+    "inside a task, `flux job taskmap $FLUX_JOB_ID` prints the job's map";
+
+/// One placed task: its binding and the variables lama gives it, group by group.
+pub struct Placed {
+    pub binding: TaskBinding,
+    pub groups: Vec<Group>,
+}
+
+/// This node's decisions, used by each task.
+pub struct Node {
+    pub host: String,
+    /// The shell rank (the job's node index).
+    pub rank: u32,
+    /// `TASK_MAP`, when exported.
+    pub taskmap: Option<String>,
+    /// Whether `TASK_MAP` is lama's business in this job (a map inherited from the job's
+    /// environment is then removed when lama exports none).
+    pub manage_taskmap: bool,
+    /// The node's placed tasks in rank order (empty when lama does not place the job).
+    pub tasks: Vec<Placed>,
+    /// False with `topology=FILE`: CPUs are computed and exported, not bound.
+    pub bind: bool,
+    pub verbose: bool,
+    /// The job's OpenMP variables lama would have replaced, kept because the user set them.
+    pub omp_kept: Vec<&'static str>,
+    /// Flux's `cpu-affinity` setting lama's placement replaced.
+    pub replaced_affinity: Option<String>,
+    /// The job's environment as `execve` counts it, and the sizes of its variables.
+    pub environ: ExecSize,
+    pub existing: Vec<(String, usize)>,
+    /// What `execve` allows the tasks.
+    pub exec_limit: usize,
+    pub elapsed: Duration,
+    pub phases: Vec<(&'static str, Duration)>,
+}
+
+fn shell_info(shell: Shell) -> Result<(u32, u32), String> {
+    let info = shell.info().ok_or("the shell has no job info")?;
+    let v: Value = serde_json::from_str(&info).map_err(|e| format!("the shell's info: {e}"))?;
+    let num = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| format!("the shell's info has no {k}"))
+    };
+    Ok((num("rank")?, num("size")?))
+}
+
+fn rank_info(shell: Shell, rank: u32) -> Result<RankInfo, String> {
+    let i = i32::try_from(rank).map_err(|_| "too many shell ranks")?;
+    let json = shell
+        .rank_info(i)
+        .ok_or_else(|| format!("the shell has no info on shell rank {rank}"))?;
+    RankInfo::parse(&json)
+}
+
+/// The job's environment's size, and each variable's `NAME=VALUE` size.
+fn environ(shell: Shell) -> (ExecSize, Vec<(String, usize)>) {
+    let Some(Value::Object(env)) = shell.environ().and_then(|j| serde_json::from_str(&j).ok())
+    else {
+        return (ExecSize::default(), Vec::new());
+    };
+    let sizes: Vec<(String, usize)> = env
+        .iter()
+        .map(|(k, v)| (k.clone(), k.len() + 2 + v.as_str().map_or(0, str::len)))
+        .collect();
+    let size = ExecSize {
+        bytes: sizes.iter().map(|(_, b)| b).sum(),
+        strings: sizes.len(),
+    };
+    (size, sizes)
+}
+
+/// The stack limit the tasks start with (they inherit the shell's).
+fn stack_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the live struct.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut r) };
+    (rc == 0 && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+}
+
+impl Node {
+    /// Decides for this node; an error fails the job.
+    pub fn decide(shell: Shell, config: &Config) -> Result<Node, String> {
+        let started = Instant::now();
+        let mut lap = started;
+        let mut phases = Vec::new();
+        let mut phase = |what: &'static str| {
+            let now = Instant::now();
+            phases.push((what, now - lap));
+            lap = now;
+        };
+        let (rank, _) = shell_info(shell)?;
+        let own = rank_info(shell, rank)?;
+        let own = &own;
+        let (environ, existing) = environ(shell);
+        let mut node = Node {
+            // Flux's name for the node (fake hosts in a test instance are not the machine's).
+            host: if own.name.is_empty() {
+                affinity::hostname()
+            } else {
+                own.name.clone()
+            },
+            rank,
+            taskmap: None,
+            manage_taskmap: config.settings.taskmap && !config.user.off,
+            tasks: Vec::new(),
+            bind: config.settings.topology.is_none(),
+            verbose: config.settings.verbose || config.user.verbose,
+            omp_kept: Vec::new(),
+            replaced_affinity: config.replaced_affinity.clone(),
+            environ,
+            existing,
+            exec_limit: exec_limit(stack_limit()),
+            elapsed: Duration::ZERO,
+            phases: Vec::new(),
+        };
+        if node.manage_taskmap {
+            // Every shell computes the same map: shell rank 0 says it when it cannot be exported.
+            let warn = |w: String| {
+                if rank == 0 {
+                    ffi::log(ffi::WARN, &format!("lama: {w}"));
+                }
+            };
+            // Flux's own encoding: TASK_MAP reads as `flux job taskmap` prints it.
+            match shell.taskmap() {
+                Some(text) if variable_fits("TASK_MAP", &text) => node.taskmap = Some(text),
+                Some(text) => warn(format!(
+                    "TASK_MAP not exported: {} bytes, more than the {MAX_VARIABLE_BYTES} one environment variable may hold (Linux's limit); {TASK_MAP_INSTEAD}",
+                    text.len() + "TASK_MAP=".len() + 1
+                )),
+                None => warn(format!("TASK_MAP not exported: the shell has no task map; {TASK_MAP_INSTEAD}")),
+            }
+            phase("TASK_MAP");
+        }
+        if config.placing {
+            node.place(shell, config, own, &mut phase)
+                .map_err(|e| format!("{} (node {rank} {})", flux_words(&e), node.host))?;
+        }
+        node.elapsed = started.elapsed();
+        node.phases = phases;
+        Ok(node)
+    }
+
+    fn place(
+        &mut self,
+        shell: Shell,
+        config: &Config,
+        own: &RankInfo,
+        phase: &mut dyn FnMut(&'static str),
+    ) -> Result<(), String> {
+        let ids = own.task_ids();
+        let s = &config.settings;
+        let req = s
+            .request(&config.user, Some(ids.len()))
+            .map_err(|e| e.to_string())?
+            .ok_or("no placement asked for")?;
+        let (topo, loc) = topology(shell, config)?;
+        phase(if self.bind {
+            "topology (hwloc)"
+        } else {
+            "topology from its file (hwloc)"
+        });
+        let cpus = cores_to_cpus(&topo, &own.cores, None).map_err(|e| e.to_string())?;
+        let cpus = if self.bind {
+            usable_cpus(cpus, &affinity::allowed()?).map_err(|e| e.to_string())?
+        } else {
+            cpus
+        };
+        let tasks =
+            place_node(&topo, &cpus, &req, &ids, self.verbose).map_err(|e| e.to_string())?;
+        phase("placement");
+        let mut groups: Vec<Vec<Group>> = tasks
+            .iter()
+            .map(|t| {
+                vec![Group::cpus(vec![(
+                    "LAMA_CPUS".into(),
+                    lama::idset::format_list(&t.cpus),
+                )])]
+            })
+            .collect();
+        if let Some(t) = config.threads {
+            self.omp_kept = lama::slurm_step::OMP_VARIABLES
+                .into_iter()
+                .filter(|k| !t.replace && shell.getenv(k).is_some())
+                .collect();
+            if self.omp_kept.is_empty() {
+                for (task, g) in tasks.iter().zip(&mut groups) {
+                    let p = plan_threads(&topo, task.rank, &task.cpus, t.threads, t.bind)
+                        .map_err(|e| e.to_string())?;
+                    g.push(Group::openmp(p.env()));
+                }
+            }
+            phase("OpenMP places");
+        }
+        if config.devices != (0, 0) {
+            let weights = match &s.weights {
+                Some(path) => {
+                    let text = lama::limits::read_text(path, lama::limits::MAX_WEIGHTS_BYTES)
+                        .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
+                    Some(
+                        Weights::parse(&text, &loc)
+                            .map_err(|e| format!("{}: {e}", path.display()))?,
+                    )
+                }
+                None => None,
+            };
+            let given = if config.devices.1 > 0 {
+                Some(given_gpus(&loc, &own.gpus)?)
+            } else {
+                None
+            };
+            let chosen = choose_among(&loc, &tasks, config.devices, weights.as_ref(), given)
+                .map_err(|e| e.to_string())?;
+            for (i, g) in groups.iter_mut().enumerate() {
+                let mut vars = chosen.env(&loc, i);
+                // Flux's numbering is PCI order (gpu-affinity sets the same when it runs).
+                if vars.iter().any(|(k, _)| k == "CUDA_VISIBLE_DEVICES") {
+                    vars.push(("CUDA_DEVICE_ORDER".into(), "PCI_BUS_ID".into()));
+                }
+                g.push(Group::devices(vars));
+            }
+            phase("devices");
+        }
+        self.tasks = tasks
+            .into_iter()
+            .zip(groups)
+            .map(|(binding, groups)| Placed { binding, groups })
+            .collect();
+        Ok(())
+    }
+
+    /// The placed task whose global id is `rank`.
+    pub fn task(&self, rank: u32) -> Option<&Placed> {
+        self.tasks
+            .binary_search_by_key(&rank, |t| t.binding.rank)
+            .ok()
+            .map(|i| &self.tasks[i])
+    }
+}
+
+/// The node's topology and devices: `topology=FILE` from the conf, else the shell's copy of its
+/// node's hwloc XML. Flux counts cores over the whole node, as Slurm does.
+fn topology(shell: Shell, config: &Config) -> Result<(NodeTopology, Locality), String> {
+    match &config.settings.topology {
+        Some(path) => NodeTopology::from_xml_file_with_devices(path, true),
+        None => {
+            let xml = shell
+                .hwloc_xml()
+                .ok_or("the shell has no hwloc XML of its node")?;
+            NodeTopology::from_xml_text_with_devices("this node's hwloc XML", &xml, true)
+        }
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// `taskmap.lama`: every shell computes the same new map from the job's cores per node, taking
+/// each node to be like this one (or like `topology=FILE`).
+pub fn scheme(plugin: Plugin, args: &Args, config: &Config) -> Result<(), String> {
+    let shell = plugin.shell().ok_or("no job shell")?;
+    let input = args
+        .input()
+        .ok_or("taskmap.lama: the shell passed no arguments")?;
+    let v: Value = serde_json::from_str(&input).map_err(|e| format!("taskmap.lama: {e}"))?;
+    let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let (current, value) = (text("taskmap"), text("value"));
+    // Not the rank info: the shell would keep its answer, which describes the old map.
+    let info = shell.info().ok_or("the shell has no job info")?;
+    let info: Value = serde_json::from_str(&info).map_err(|e| format!("the shell's info: {e}"))?;
+    let cores = cores_per_node(info.get("R").ok_or("the shell's info has no R")?)?;
+    let (topo, _) = topology(shell, config)?;
+    let map = scheme_map(
+        &current,
+        &value,
+        &topo,
+        &cores,
+        &config.settings,
+        &config.user,
+    )
+    .map_err(|e| flux_words(&e.to_string()))?;
+    // The shell takes the map as a string of RFC 34 JSON.
+    args.set_output(&serde_json::json!({ "taskmap": map }).to_string())
+}

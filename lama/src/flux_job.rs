@@ -1,0 +1,282 @@
+//! What the Flux shell plugin decides for a job, as pure functions: the `lama` shell option and
+//! the plugin's `conf` read into the same [`Options`] and [`Settings`] as the SPANK plugin's, a
+//! shell rank's tasks, cores and GPUs from the shell's rank info, the GPUs Flux gave as lama's devices, and the `lama` task-map scheme that lays
+//! the tasks out across the job's nodes. Flux itself is not touched here.
+//!
+//! Words: messages are written once, for Slurm (`--lama-map`, `plugstack.conf`); [`flux_words`]
+//! turns them into Flux's (`lama.map`, the plugin's `conf`).
+
+use serde_json::Value;
+
+use crate::idset::{parse_list, parse_ranges};
+use crate::locality::{AllowedGpus, Kind, Locality};
+use crate::mapper::plan;
+use crate::slurm_step::{cores_to_cpus, Options, Settings, StepError, OPTIONS, SETTINGS};
+use crate::taskmap::{rfc34, TaskMap};
+use crate::topology::NodeTopology;
+
+/// The `plugstack.conf` arguments that mean nothing under Flux: the shell hands every job its
+/// node's topology, so there is no cache for slurmd to write.
+const NOT_UNDER_FLUX: [&str; 1] = ["cache"];
+
+/// A message written for Slurm, in Flux's words: `--lama-NAME` is the shell option `lama.NAME`
+/// and the admin's defaults live in the plugin's `conf`.
+pub fn flux_words(msg: &str) -> String {
+    msg.replace("--lama-", "lama.")
+        .replace("plugstack.conf default ", "the plugin's conf default ")
+        .replace("plugstack.conf", "the lama plugin's conf")
+}
+
+/// A JSON scalar as the text an option takes; `None` for `false`, `null` and `0` given to a flag.
+fn scalar(key: &str, v: &Value, flag: bool) -> Result<Option<String>, String> {
+    match v {
+        Value::String(s) => Ok(Some(s.clone())),
+        Value::Number(n) if flag => Ok((n.as_f64() != Some(0.0)).then(|| "1".into())),
+        Value::Number(n) => Ok(Some(n.to_string())),
+        Value::Bool(b) if flag => Ok(b.then(|| "1".into())),
+        Value::Bool(true) => Err(format!("lama.{key} needs a value (-o lama.{key}=VALUE)")),
+        Value::Bool(false) | Value::Null => Ok(None),
+        _ => Err(format!(
+            "lama.{key} takes a single value, not {v} (-o lama.{key}=VALUE)"
+        )),
+    }
+}
+
+/// The user's options from the `lama` shell option (`-o lama.map=csbnh -o lama.verbose` makes
+/// `{"map":"csbnh","verbose":1}`), as JSON text; `None` when the job has no such option.
+pub fn user_options(json: Option<&str>) -> Result<Options, StepError> {
+    let mut o = Options::default();
+    let Some(json) = json else { return Ok(o) };
+    let bad = |m: String| StepError::Option(m);
+    let v: Value = serde_json::from_str(json)
+        .map_err(|e| bad(format!("the lama shell option is not JSON ({e})")))?;
+    let Value::Object(map) = v else {
+        return Err(bad(format!(
+            "-o lama={v}: lama's options are given one by one, as -o lama.NAME=VALUE (for example -o lama.map=csbnh -o lama.bind=1c); valid names: {}",
+            option_names()
+        )));
+    };
+    for (key, value) in &map {
+        let Some(info) = OPTIONS.iter().find(|i| i.name == key) else {
+            return Err(bad(format!(
+                "unknown option lama.{key}; valid: {}",
+                option_names()
+            )));
+        };
+        if let Some(text) = scalar(key, value, info.arg.is_none()).map_err(bad)? {
+            o.set(key, Some(&text));
+        }
+    }
+    Ok(o)
+}
+
+fn option_names() -> String {
+    OPTIONS
+        .iter()
+        .map(|o| format!("lama.{}", o.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The admin's settings from the plugin's `conf` (`plugin.load { file = ..., conf = { map =
+/// "csbnh", apply = "always" } }`), as JSON text: the same keys and values as the SPANK plugin's
+/// `plugstack.conf` arguments, booleans given as `true`/`false` or `"yes"`/`"no"`.
+pub fn settings(conf: Option<&str>) -> Result<Settings, StepError> {
+    let bad = |m: String| StepError::Setting(m);
+    let args: Vec<String> = match conf.map(serde_json::from_str::<Value>) {
+        None => Vec::new(),
+        Some(Err(e)) => return Err(bad(format!("not JSON ({e})"))),
+        Some(Ok(Value::Object(map))) => {
+            let mut args = Vec::new();
+            for (key, value) in &map {
+                if NOT_UNDER_FLUX.contains(&key.as_str()) {
+                    return Err(bad(format!(
+                        "{key}= has no use under Flux (the shell hands each job its node's topology); remove it"
+                    )));
+                }
+                let text = match value {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => if *b { "yes" } else { "no" }.into(),
+                    _ => {
+                        return Err(bad(format!(
+                            "{key} takes a single value, not {value}; valid keys: {}",
+                            setting_names()
+                        )))
+                    }
+                };
+                args.push(format!("{key}={text}"));
+            }
+            args
+        }
+        // Flux hands `{}` or nothing for a plugin loaded without conf.
+        Some(Ok(Value::Null)) => Vec::new(),
+        Some(Ok(v)) => {
+            return Err(bad(format!(
+                "conf must be a table of key = value, not {v}; valid keys: {}",
+                setting_names()
+            )))
+        }
+    };
+    Settings::parse(&args)
+}
+
+fn setting_names() -> String {
+    SETTINGS
+        .iter()
+        .map(|s| s.key)
+        .filter(|k| !NOT_UNDER_FLUX.contains(k))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One shell rank as `flux_shell_get_rank_info` describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankInfo {
+    /// The shell rank (the job's node index).
+    pub id: u32,
+    /// Its host.
+    pub name: String,
+    /// Its tasks' global ids, as ranges in ascending order.
+    pub tasks: Vec<(u32, u32)>,
+    /// The cores Flux gave the job there (hwloc logical indexes, an RFC 22 idset).
+    pub cores: String,
+    /// The GPUs Flux gave the job there (Flux's GPU indexes), empty for none.
+    pub gpus: String,
+}
+
+impl RankInfo {
+    /// Reads the rank info's JSON.
+    pub fn parse(json: &str) -> Result<RankInfo, String> {
+        let v: Value = serde_json::from_str(json)
+            .map_err(|e| format!("the shell's rank info is not JSON ({e})"))?;
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        let res = v.get("resources");
+        let id = v
+            .get("id")
+            .and_then(Value::as_u64)
+            .and_then(|i| u32::try_from(i).ok())
+            .ok_or("the shell's rank info has no id")?;
+        let tasks = text(v.get("taskids")).ok_or("the shell's rank info has no taskids")?;
+        let mut tasks = parse_ranges(&tasks).map_err(|e| format!("the shell's task ids: {e}"))?;
+        tasks.sort_unstable();
+        Ok(RankInfo {
+            id,
+            name: text(v.get("name")).unwrap_or_default(),
+            tasks,
+            cores: text(res.and_then(|r| r.get("cores"))).unwrap_or_default(),
+            gpus: text(res.and_then(|r| r.get("gpus"))).unwrap_or_default(),
+        })
+    }
+
+    /// Its tasks' global ids, ascending.
+    pub fn task_ids(&self) -> Vec<u32> {
+        self.tasks.iter().flat_map(|&(a, b)| a..=b).collect()
+    }
+}
+
+/// The cores Flux gave the job on each node, in shell rank order, from the job's resource set
+/// `R` (RFC 20, as in the shell's info): shell ranks are the job's broker ranks in ascending
+/// order. The task-map scheme runs before the shell's rank info may be read (the shell keeps the
+/// first answer, which would then describe the old map).
+pub fn cores_per_node(r: &Value) -> Result<Vec<String>, String> {
+    let lite = r
+        .pointer("/execution/R_lite")
+        .and_then(Value::as_array)
+        .ok_or("the job's R has no execution.R_lite")?;
+    let mut ranks: Vec<(u32, String)> = Vec::new();
+    for entry in lite {
+        let ids = entry.get("rank").and_then(Value::as_str).unwrap_or("");
+        let cores = entry
+            .pointer("/children/core")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        for id in parse_list(ids).map_err(|e| format!("the job's R: ranks {e}"))? {
+            ranks.push((id, cores.to_string()));
+        }
+    }
+    ranks.sort_unstable();
+    Ok(ranks.into_iter().map(|(_, c)| c).collect())
+}
+
+/// The GPUs Flux gave the job on this node as lama's devices: Flux numbers a node's GPUs in
+/// hwloc's order of their devices (one per PCI device), which is the order of lama's GPUs; each
+/// is written in `CUDA_VISIBLE_DEVICES` (or its vendor's variable) with Flux's own index.
+pub fn given_gpus(loc: &Locality, ids: &str) -> Result<AllowedGpus, String> {
+    let ids = parse_list(ids).map_err(|e| format!("the job's GPUs on this node: {e}"))?;
+    let gpus: Vec<usize> = (0..loc.devices().len())
+        .filter(|&d| loc.devices()[d].kind == Kind::Gpu)
+        .collect();
+    let mut out = AllowedGpus {
+        devices: Vec::new(),
+        entries: Vec::new(),
+    };
+    for id in ids {
+        let &d = gpus.get(id as usize).ok_or_else(|| {
+            format!(
+                "Flux gave the job GPU {id} on this node, but its topology has {} GPU(s); is the instance's resource configuration describing this node as hwloc sees it?",
+                gpus.len()
+            )
+        })?;
+        out.devices.push(d);
+        out.entries.push((d, id.to_string()));
+    }
+    Ok(out)
+}
+
+/// The `lama` task-map scheme (`flux run -o taskmap=lama:MAP`): the job's tasks laid out across
+/// its nodes by the LAMA map `map` (which may sweep the node level `n`) with the user's and the
+/// site's other options, every node being `topo` restricted to the cores Flux gave the job there
+/// (`cores[i]` for shell rank `i`). `current` is the shell's map (RFC 34), which says how many
+/// tasks each node holds and must keep. Returns the new map, RFC 34 encoded.
+pub fn scheme_map(
+    current: &str,
+    map: &str,
+    topo: &NodeTopology,
+    cores: &[String],
+    settings: &Settings,
+    user: &Options,
+) -> Result<String, StepError> {
+    let layout = |m: String| StepError::Layout(m);
+    let old = rfc34::decode(current).map_err(|e| layout(format!("the shell's task map: {e}")))?;
+    let ntasks = usize::try_from(old.total_tasks()).map_err(|_| layout("too many tasks".into()))?;
+    if old.nnodes() != cores.len() as u64 {
+        return Err(layout(format!(
+            "the shell's task map has {} nodes, the job {}",
+            old.nnodes(),
+            cores.len()
+        )));
+    }
+    let mut opts = user.clone();
+    if !map.is_empty() {
+        opts.map = Some(map.to_string());
+    }
+    let req = settings.request(&opts, Some(ntasks))?.ok_or_else(|| {
+        StepError::Option("--taskmap=lama needs lama's placement, but lama.off was given".into())
+    })?;
+    let mut nodes = Vec::with_capacity(cores.len());
+    for c in cores {
+        let cpus = cores_to_cpus(topo, c, None)?;
+        let t = topo
+            .restricted(&cpus)
+            .map_err(|e| StepError::Cpus(e.to_string()))?
+            .into_owned();
+        nodes.push(t);
+    }
+    let refs: Vec<&NodeTopology> = nodes.iter().collect();
+    let p = plan(&refs, &req)?;
+    let assignment: Vec<u32> = p.placements().iter().map(|pl| pl.node).collect();
+    let new = TaskMap::encode(&assignment);
+    // Flux keeps the job's node and task counts and lets the nodes' shares change, but a shell
+    // without a task has nothing to run.
+    if let Some(n) = (0..old.nnodes()).find(|&n| new.ntasks_on(n) == 0) {
+        return Err(StepError::Layout(format!(
+            "--taskmap=lama:{map} leaves node {n} without a task ({ntasks} task(s) over {} nodes); give a map that reaches every node (sweep n before the levels that fill a node, e.g. ncsbh), or fewer nodes",
+            old.nnodes()
+        )));
+    }
+    Ok(rfc34::encode_wrapped(&new))
+}
+
+#[cfg(test)]
+mod tests;

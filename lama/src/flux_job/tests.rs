@@ -1,0 +1,154 @@
+use super::*;
+
+#[test]
+fn options_from_dotted_keys() {
+    let o = user_options(Some(r#"{"map":"csbnh","bind":"1c","gpus":1,"verbose":1}"#)).unwrap();
+    assert_eq!(o.map.as_deref(), Some("csbnh"));
+    assert_eq!(o.bind.as_deref(), Some("1c"));
+    assert_eq!(o.gpus.as_deref(), Some("1"));
+    assert!(o.verbose);
+    assert!(!o.off);
+    // `-o lama.verbose=0` turns the flag off; `-o lama.map-by=core` keeps its hyphen.
+    let o = user_options(Some(
+        r#"{"verbose":0,"map-by":"core","oversubscribe":true}"#,
+    ))
+    .unwrap();
+    assert!(!o.verbose && o.oversubscribe);
+    assert_eq!(o.map_by.as_deref(), Some("core"));
+    assert_eq!(user_options(None).unwrap(), Options::default());
+}
+
+#[test]
+fn bad_options_name_the_option_and_what_is_valid() {
+    let e = user_options(Some(r#"{"mapp":"csbnh"}"#))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("lama.mapp") && e.contains("lama.map,"), "{e}");
+    let e = user_options(Some("1")).unwrap_err().to_string();
+    assert!(e.contains("-o lama.NAME=VALUE"), "{e}");
+    let e = user_options(Some(r#"{"map":true}"#))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("lama.map needs a value"), "{e}");
+    let e = user_options(Some(r#"{"map":["a"]}"#))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("single value"), "{e}");
+}
+
+#[test]
+fn conf_is_plugstack_arguments() {
+    let s = settings(Some(r#"{"map":"scbnh","apply":"always","taskmap":false}"#)).unwrap();
+    assert_eq!(s.defaults.map.as_deref(), Some("scbnh"));
+    assert!(!s.taskmap);
+    assert_eq!(s.apply, crate::slurm_step::Apply::Always);
+    assert_eq!(settings(Some("{}")).unwrap(), Settings::default());
+    assert_eq!(settings(None).unwrap(), Settings::default());
+    let e = flux_words(
+        &settings(Some(r#"{"cache":"/run/lama"}"#))
+            .unwrap_err()
+            .to_string(),
+    );
+    assert!(e.contains("no use under Flux"), "{e}");
+    let e = flux_words(&settings(Some(r#"{"bind":"9x"}"#)).unwrap_err().to_string());
+    assert!(e.starts_with("the lama plugin's conf:"), "{e}");
+    assert!(!e.contains("plugstack"), "{e}");
+}
+
+#[test]
+fn messages_in_flux_words() {
+    let s = Settings::default();
+    let u = user_options(Some(r#"{"map":"csbnh","map-by":"core"}"#)).unwrap();
+    let e = flux_words(&s.request(&u, Some(2)).unwrap_err().to_string());
+    assert!(
+        e.contains("lama.map cannot be combined with lama.map-by"),
+        "{e}"
+    );
+    assert!(!e.contains("--lama"), "{e}");
+}
+
+#[test]
+fn rank_info_reads_flux_json() {
+    let r = RankInfo::parse(
+        r#"{"id":1,"name":"fake1","broker_rank":1,"ntasks":3,"taskids":"3-5","resources":{"ncores":6,"cores":"0-5","gpus":"0-1"}}"#,
+    )
+    .unwrap();
+    assert_eq!(r.task_ids(), vec![3, 4, 5]);
+    assert_eq!((r.cores.as_str(), r.gpus.as_str()), ("0-5", "0-1"));
+    assert!(RankInfo::parse(r#"{"id":1}"#).is_err());
+    assert!(RankInfo::parse("nope").is_err());
+}
+
+#[cfg(feature = "hwloc")]
+mod on_hwloc {
+    use super::*;
+
+    fn synthetic(desc: &str) -> NodeTopology {
+        NodeTopology::from_synthetic(desc).expect("synthetic")
+    }
+
+    #[test]
+    fn scheme_lays_tasks_across_nodes() {
+        // Two nodes of 2 sockets x 2 cores; the job has every core. By socket then node: the
+        // first task on node 0 socket 0, the next on node 0 socket 1, then node 1.
+        let topo = synthetic("pack:2 core:2 pu:1");
+        let cores = vec!["0-3".to_string(), "0-3".to_string()];
+        let current = r#"{"version":1,"map":[[0,2,2,1]]}"#;
+        let s = Settings::default();
+        let u = Options::default();
+        let got = scheme_map(current, "sncbh", &topo, &cores, &s, &u).unwrap();
+        assert_eq!(got, r#"{"version":1,"map":[[0,2,2,1]]}"#);
+        // Nodes first: round robin.
+        let got = scheme_map(current, "nscbh", &topo, &cores, &s, &u).unwrap();
+        assert_eq!(got, r#"{"version":1,"map":[[0,2,1,2]]}"#);
+    }
+
+    #[test]
+    fn scheme_refuses_an_empty_node() {
+        // Four tasks fit on node 0's four cores: node 1 would be left without a task.
+        let topo = synthetic("pack:2 core:2 pu:1");
+        let cores = vec!["0-3".to_string(), "0-3".to_string()];
+        let current = r#"{"version":1,"map":[[0,2,2,1]]}"#;
+        let e = scheme_map(
+            current,
+            "csbnh",
+            &topo,
+            &cores,
+            &Settings::default(),
+            &Options::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("leaves node 1 without a task"), "{e}");
+    }
+
+    #[test]
+    fn gpus_by_flux_index() {
+        let xml = format!(
+            "{}/../tests/topologies/power8gpudistances.xml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let (_, loc) =
+            NodeTopology::from_xml_file_with_devices(std::path::Path::new(&xml), true).unwrap();
+        let g = given_gpus(&loc, "1,3").unwrap();
+        let names: Vec<&str> = g
+            .devices
+            .iter()
+            .map(|&d| loc.devices()[d].name.as_str())
+            .collect();
+        assert_eq!(names, ["cuda1", "cuda3"]);
+        assert_eq!(g.entries[1].1, "3");
+        let e = given_gpus(&loc, "4").unwrap_err();
+        assert!(e.contains("has 4 GPU(s)"), "{e}");
+    }
+}
+
+#[test]
+fn cores_from_the_jobs_r() {
+    let r: Value = serde_json::from_str(
+        r#"{"version":1,"execution":{"R_lite":[{"rank":"3","children":{"core":"2-3"}},{"rank":"0-1","children":{"core":"0-1","gpu":"0"}}],"nodelist":["a","b","c"]}}"#,
+    )
+    .unwrap();
+    assert_eq!(cores_per_node(&r).unwrap(), ["0-1", "0-1", "2-3"]);
+    assert!(cores_per_node(&serde_json::json!({})).is_err());
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The Flux shell plugin on declared hardware: for each of three real machines (the 2x8x2 Intel,
+# the KNL in SNC4 mode, the POWER8 with four GPUs), a Flux instance of three fake hosts whose
+# resources the instance's configuration declares (the machine's cores, and its GPUs), and the
+# plugin's conf pointing at the machine's hwloc XML. CPUs are then computed, not bound; every
+# task's LAMA_CPUS (and GPUs) must equal `lama plan` on that XML, node by node.
+# Usage: tests/flux/hardware.sh LAMA_BINARY PLUGIN_SO FLUX_PREFIX
+set -uo pipefail
+source "$(dirname "$0")/lib.sh" "$@"
+
+# The machine's cores and GPUs, counted in its XML here (not by lama).
+count() { python3 -c 'import re, sys; print(len(re.findall(r"type=\"%s\"" % sys.argv[2], open(sys.argv[1]).read())))' "$1" "$2"; }
+
+# machine XML GPUS: this script again, inside a fresh instance for the machine.
+machine() {
+  local xml=$top/tests/topologies/$1 gpus=$2 cores conf
+  cores=$(count "$xml" Core)
+  conf=$work/conf.${xml##*/}
+  mkdir -p "$conf"
+  { echo "[resource]"; echo "noverify = true"; echo "[[resource.config]]"
+    echo "hosts = \"fake[0-2]\""; echo "cores = \"0-$((cores - 1))\""
+    [ "$gpus" -gt 0 ] && echo "gpus = \"0-$((gpus - 1))\""; } > "$conf/resource.toml"
+  userrc "${xml##*/}" "topology = \"$xml\"" > /dev/null
+  LAMA_FLUX_XML=$xml LAMA_FLUX_GPUS=$gpus LAMA_FLUX_RC=$work/${xml##*/}.lua timeout 300 "$flux" start --test-size=3 \
+    --test-hosts='fake[0-2]' -c "$conf" bash "$0" "$lama" "$plugin" "${flux%/bin/flux}"
+}
+
+if [ -z "${LAMA_FLUX_XML:-}" ]; then
+  machine 32em64t-2n8c2t-pci-normalio.xml 0
+  machine 64intel64-fakeKNL-SNC4-hybrid.xml 0
+  machine power8gpudistances.xml 4
+  exit 0
+fi
+xml=$LAMA_FLUX_XML
+name=${xml##*/}
+name=${name%.xml}
+
+# One job: every task's LAMA_CPUS (and LAMA_GPUS, CUDA_VISIBLE_DEVICES) against lama plan.
+hw_case() {
+  local what=$1 plan_args=$2 map got want rc
+  shift 2
+  timeout 120 "$flux" run --exclusive "$@" -o userrc="$LAMA_FLUX_RC" sh -c \
+    'echo T $FLUX_TASK_RANK ${LAMA_CPUS:-none} ${LAMA_GPUS:-none} ${CUDA_VISIBLE_DEVICES:-none}' \
+    >"$work/out" 2>"$work/err"; rc=$?
+  map=$("$flux" job taskmap "$("$flux" job last)" 2>&1)
+  got=$(awk '$1 == "T" {print $2, $3}' "$work/out" | sort -n)
+  want=$(expected_cpus "$map" --topology "$xml" $plan_args)
+  if [ $rc -eq 0 ] && [ -n "$got" ] && [ "$got" = "$want" ]; then
+    ok "declared $name: $what: every task's LAMA_CPUS is lama plan's on its node"
+  else not_ok "declared $name: $what (rc $rc)" "got:" "$got" "want:" "$want" "$(cat "$work/out" "$work/err")"; fi
+}
+
+hw_case "block -N3 -n6 lama.map=csbnh lama.bind=1c" "--map csbnh --bind 1c" -N3 -n6 -o lama.map=csbnh -o lama.bind=1c
+hw_case "cyclic -N3 -n12 lama.map=scbnh lama.bind=2c" "--map scbnh --bind 2c" -N3 -n12 --taskmap=cyclic -o lama.map=scbnh -o lama.bind=2c
+hw_case "-N3 -n6 lama.map-by=numa lama.bind-to=core" "--map-by numa --bind-to core" -N3 -n6 -o lama.map-by=numa -o lama.bind-to=core
+
+if [ "$LAMA_FLUX_GPUS" -gt 0 ]; then
+  # Each task's nearest GPU among the four Flux gave the node: lama plan's, written as Flux
+  # numbers them (cudaK is Flux's GPU K, PCI order).
+  timeout 120 "$flux" run --exclusive -N3 -n6 -o lama.map=csbnh -o lama.gpus=1 -o userrc="$LAMA_FLUX_RC" sh -c \
+    'echo T $FLUX_TASK_RANK ${LAMA_GPUS:-none} ${CUDA_VISIBLE_DEVICES:-none}' >"$work/out" 2>"$work/err"
+  map=$("$flux" job taskmap "$("$flux" job last)" 2>&1)
+  decode_map "$map" > "$work/assign"
+  want=$(for n in 0 1 2; do
+    paste -d' ' <(awk -v n=$n '$2 == n {print $1}' "$work/assign") \
+      <("$lama" plan --topology "$xml" --np 2 --map csbnh --gpus 1 --format json |
+        python3 -c 'import json,sys; [print(r["gpus"][0], r["gpus"][0][4:]) for r in json.load(sys.stdin)["ranks"]]')
+  done | sort -n)
+  got=$(awk '$1 == "T" {print $2, $3, $4}' "$work/out" | sort -n)
+  if [ -n "$got" ] && [ "$got" = "$want" ]; then
+    ok "declared $name: lama.gpus=1: each task's nearest GPU is lama plan's, CUDA_VISIBLE_DEVICES in Flux's numbering"
+  else not_ok "declared $name: lama.gpus=1" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+  # More GPUs per task than the job has on its node: the job fails with the reason.
+  timeout 120 "$flux" run -N1 -n1 -g1 -o lama.gpus=2 -o userrc="$LAMA_FLUX_RC" sh -c 'echo TASK-RAN' >"$work/out" 2>"$work/err"
+  if ! grep -q TASK-RAN "$work/out" && grep -q 'job.exception.*GPU' "$work/err"; then
+    ok "declared $name: lama.gpus=2 in a job given one GPU: the job fails, the exception says why"
+  else not_ok "declared $name: too few GPUs" "$(cat "$work/out" "$work/err")"; fi
+fi
