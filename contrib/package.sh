@@ -26,7 +26,7 @@ next=$(printf '%s.%02d' "${slurm%%.*}" $((10#$minor + 1)))
 
 build() {
   contrib/deps.sh
-  cargo build --release --quiet -p lama-spank -p lama-probe -p lama-cli
+  cargo build --release --quiet -p lama-spank -p lama-probe -p lama-cli -p lama-flux
   rm -rf "$out/gen"
   target/release/lama generate "$out/gen"
 }
@@ -42,12 +42,19 @@ deb() {
   rm -rf "$root"
   install -d -m 0755 "$root/DEBIAN" "$doc" "$root/usr/bin" "$root/usr/lib/$multiarch/slurm-wlm" \
     "$root/usr/share/man/man1" "$root/usr/share/man/man8" "$root/etc/slurm/plugstack.conf.d" \
-    "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions"
+    "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
+    "$root/usr/lib/$multiarch/lama" "$root/etc/flux/shell/lua.d"
   install -m 0755 -s target/release/lama "$root/usr/bin/lama"
   # Slurm's own plugins are 0644 shared objects in its plugin directory.
   install -m 0644 -s target/release/liblama_spank.so "$root/usr/lib/$multiarch/slurm-wlm/lama.so"
   # The plugin's hwloc helper, which it loads from its own folder when it must read a node.
   install -m 0644 -s target/release/liblama_probe.so "$root/usr/lib/$multiarch/slurm-wlm/liblama_probe.so"
+  # The Flux shell plugin, outside Flux's plugin folder (whose every .so each job loads): the
+  # lua.d file below loads it once uncommented.
+  install -m 0644 -s target/release/liblama_flux.so "$root/usr/lib/$multiarch/lama/flux-lama.so"
+  sed "s#@PLUGIN@#/usr/lib/$multiarch/lama/flux-lama.so#" contrib/packaging/flux-lama.lua \
+    > "$root/etc/flux/shell/lua.d/lama.lua"
+  chmod 0644 "$root/etc/flux/shell/lua.d/lama.lua"
   for page in "$out"/gen/man1/*.1 "$out"/gen/man8/*.8; do
     local sect=${page##*.}
     gzip -9n -c "$page" > "$root/usr/share/man/man$sect/$(basename "$page").gz"
@@ -61,14 +68,14 @@ deb() {
   chmod 0644 "$root/etc/slurm/plugstack.conf.d/lama.conf"
   install -m 0644 contrib/packaging/copyright "$doc/copyright"
   sed "s/@VERSION@/$version/; s/@SLURM@/$slurm/" contrib/packaging/changelog | gzip -9n > "$doc/changelog.gz"
-  echo /etc/slurm/plugstack.conf.d/lama.conf > "$root/DEBIAN/conffiles"
+  printf '%s\n' /etc/slurm/plugstack.conf.d/lama.conf /etc/flux/shell/lua.d/lama.lua > "$root/DEBIAN/conffiles"
   # Shared-library dependencies as Debian computes them, plus the Slurm release the plugin was
   # built for: a Slurm upgrade to another major.minor cannot leave this plugin loaded.
   local shlibs tmp
   tmp=$(mktemp -d)
   mkdir -p "$tmp/debian"
   printf 'Source: lama\n\nPackage: lama-slurm\nArchitecture: any\n' > "$tmp/debian/control"
-  shlibs=$(cd "$tmp" && dpkg-shlibdeps -O "$root/usr/bin/lama" "$root/usr/lib/$multiarch/slurm-wlm/lama.so" "$root/usr/lib/$multiarch/slurm-wlm/liblama_probe.so" 2>/dev/null |
+  shlibs=$(cd "$tmp" && dpkg-shlibdeps -O "$root/usr/bin/lama" "$root/usr/lib/$multiarch/slurm-wlm/lama.so" "$root/usr/lib/$multiarch/slurm-wlm/liblama_probe.so" "$root/usr/lib/$multiarch/lama/flux-lama.so" 2>/dev/null |
     sed -n 's/^shlibs:Depends=//p')
   rm -rf "$tmp"
   [ -n "$shlibs" ] || die "dpkg-shlibdeps found no dependencies"
@@ -85,7 +92,7 @@ Enhances: slurmd
 Section: admin
 Priority: optional
 Homepage: https://example.org/lama
-Description: topology-aware task placement for Slurm (LAMA)
+Description: topology-aware task placement for Slurm and Flux (LAMA)
  A Slurm SPANK plugin that places the tasks of each job step on the
  hardware of its nodes with LAMA, the Locality Aware Mapping Algorithm,
  binds them, gives them their nearest NICs and GPUs and OpenMP thread
@@ -93,7 +100,8 @@ Description: topology-aware task placement for Slurm (LAMA)
  .
  Built for Slurm $slurm; enable it in plugstack.conf (see
  /etc/slurm/plugstack.conf.d/lama.conf). Also ships the lama command,
- which previews placements and converts task maps.
+ which previews placements and converts task maps, and a Flux shell
+ plugin with the same placement (see /etc/flux/shell/lua.d/lama.lua).
 EOF
   (cd "$root" && find . -type f ! -path './DEBIAN/*' ! -path './etc/*' -printf '%P\0' | sort -z | xargs -0 md5sum) > "$root/DEBIAN/md5sums"
   local deb=$out/lama-slurm_${version}_$arch.deb

@@ -34,6 +34,11 @@ snippet=/etc/slurm/plugstack.conf.d/lama.conf
 if [ -f "$snippet" ] && ! grep -qv '^#' "$snippet" && grep -q "^#required $plugin$" "$snippet"; then
   ok "the plugstack.conf.d snippet is installed commented out (nothing enabled)"
 else not_ok "plugstack.conf.d snippet" "$(cat "$snippet" 2>&1)"; fi
+luad=/etc/flux/shell/lua.d/lama.lua
+fluxso=$(grep '/lama/flux-lama\.so$' "$work/files")
+if [ -n "$fluxso" ] && [ -f "$luad" ] && ! grep -qv '^--' "$luad" && grep -q "^-- plugin.load { file = \"$fluxso\"" "$luad"; then
+  ok "the Flux shell plugin is installed as $fluxso, with its lua.d file commented out (nothing enabled)"
+else not_ok "Flux plugin and lua.d file" "plugin: $fluxso" "$(cat "$luad" 2>&1)"; fi
 if MANPAGER=cat MANWIDTH=100 man lama-spank 2>/dev/null | grep -q -- '--lama-threads' \
   && MANPAGER=cat man lama-plan 2>/dev/null | grep -q -- '--synthetic' \
   && [ -f /usr/share/bash-completion/completions/lama ] && [ -f /usr/share/zsh/vendor-completions/_lama ]; then
@@ -62,7 +67,7 @@ contrib/sandbox.sh stop >/dev/null
 # the admin's configuration until purge.
 dpkg -r lama-slurm >"$work/remove.log" 2>&1
 left=$(while read -r f; do [ -f "$f" ] && echo "$f"; done < "$work/files")
-if [ "$left" = "$snippet" ]; then ok "dpkg -r removed every installed file; only the conffile $snippet stays until purge"
+if [ "$left" = "$(printf '%s\n' "$luad" "$snippet" | grep -Fxf - "$work/files")" ]; then ok "dpkg -r removed every installed file; only the conffiles $snippet and $luad stay until purge"
 else not_ok "files left after dpkg -r" "$left" "$(cat "$work/remove.log")"; fi
 dpkg -P lama-slurm >/dev/null 2>&1
 left=$(while read -r f; do [ -e "$f" ] && [ ! -d "$f" ] && echo "$f"; done < "$work/files")
@@ -74,7 +79,7 @@ rpmfile=$(contrib/package.sh rpm 2>"$work/rpm.err" | tail -n 1)
 if [ -f "$rpmfile" ]; then
   req=$(rpm -qp --requires "$rpmfile" 2>/dev/null)
   files=$(rpm -qpl "$rpmfile" 2>/dev/null)
-  if grep -qx "slurm >= $slurm" <<<"$req" && grep -q "^slurm < " <<<"$req" && grep -q '/slurm/lama.so$' <<<"$files" && grep -q '/slurm/liblama_probe.so$' <<<"$files" \
+  if grep -qx "slurm >= $slurm" <<<"$req" && grep -q "^slurm < " <<<"$req" && grep -q '/slurm/lama.so$' <<<"$files" && grep -q '/slurm/liblama_probe.so$' <<<"$files" && grep -q '/lama/flux-lama.so$' <<<"$files" \
     && grep -q 'man8/lama-spank.8' <<<"$files" && grep -q '/usr/bin/lama$' <<<"$files"; then
     ok "RPM built with rpmbuild: $(basename "$rpmfile") requires $(grep '^slurm' <<<"$req" | tr '\n' ' ')"
   else not_ok "RPM contents" "$req" "$files"; fi

@@ -1,0 +1,13 @@
+-- lama: topology-aware task placement, binding and TASK_MAP for Flux jobs (see lama-spank(8),
+-- section FLUX).
+--
+-- Not enabled by installing the package. flux-shell sources every file of its lua.d folder for
+-- each job: uncomment the line below to load lama into every job. Jobs without -o lama.* options
+-- then get TASK_MAP and otherwise run as without lama; with them, lama places and binds their
+-- tasks and turns Flux's cpu-affinity off for that job.
+--
+-- conf sets site defaults with the keys of the SPANK plugin's plugstack.conf arguments (map,
+-- bind, apply = "always", taskmap = false, topology, weights, ...). A user can load the plugin
+-- for one job instead: flux run -o userrc=FILE, FILE holding the same plugin.load line.
+--
+-- plugin.load { file = "@PLUGIN@", conf = { } }
