@@ -147,51 +147,50 @@ fn scheme_value(json: Option<&str>) -> Option<String> {
     })
 }
 
-/// `taskmap.lama`: the job's tasks across its nodes by a LAMA map.
-unsafe extern "C" fn taskmap_lama(
-    p: *mut RawPlugin,
-    _topic: *const c_char,
-    args: *mut RawArgs,
-    _data: *mut c_void,
-) -> c_int {
-    // SAFETY: the live handle and arguments flux-shell passed to this callback.
-    let (plugin, args) = (unsafe { Plugin::new(p) }, Args(args));
-    with_job(|job| node::scheme(plugin, &args, &job.config)).map_or(-1, |_| 0)
+/// A shell callback that runs its body on the job's state through [`with_job`].
+macro_rules! callback {
+    ($(#[$doc:meta])* $name:ident, |$plugin:ident, $args:ident, $job:ident| $body:expr) => {
+        $(#[$doc])*
+        unsafe extern "C" fn $name(
+            p: *mut RawPlugin,
+            _topic: *const c_char,
+            args: *mut RawArgs,
+            _data: *mut c_void,
+        ) -> c_int {
+            // SAFETY: the live handle and arguments flux-shell passed to this callback.
+            let ($plugin, $args) = (unsafe { Plugin::new(p) }, Args(args));
+            with_job(|$job| $body).map_or(-1, |_| 0)
+        }
+    };
 }
 
-unsafe extern "C" fn shell_init(
-    p: *mut RawPlugin,
-    _topic: *const c_char,
-    _args: *mut RawArgs,
-    _data: *mut c_void,
-) -> c_int {
-    // SAFETY: the live handle flux-shell passed to this callback.
-    let plugin = unsafe { Plugin::new(p) };
-    with_job(|job| {
+callback!(
+    /// `taskmap.lama`: the job's tasks across its nodes by a LAMA map.
+    taskmap_lama,
+    |plugin, args, job| node::scheme(plugin, &args, &job.config)
+);
+
+callback!(
+    /// `shell.init`: this node's decisions.
+    shell_init,
+    |plugin, _args, job| {
         let shell = plugin.shell().ok_or("no job shell")?;
         job.node = Some(node::Node::decide(shell, &job.config)?);
         Ok(())
-    })
-    .map_or(-1, |_| 0)
-}
+    }
+);
 
-unsafe extern "C" fn task_init(
-    p: *mut RawPlugin,
-    _topic: *const c_char,
-    _args: *mut RawArgs,
-    _data: *mut c_void,
-) -> c_int {
-    // SAFETY: the live handle flux-shell passed to this callback.
-    let plugin = unsafe { Plugin::new(p) };
-    with_job(|job| {
+callback!(
+    /// `task.init`: the task's variables.
+    task_init,
+    |plugin, _args, job| {
         let shell = plugin.shell().ok_or("no job shell")?;
         match &job.node {
             Some(n) => task::init(shell, n),
             None => Ok(()),
         }
-    })
-    .map_or(-1, |_| 0)
-}
+    }
+);
 
 /// `task.exec`, in the task's process just before it runs the program: a failure here ends the
 /// task (the shell would only log it and run the task unbound).

@@ -7,6 +7,7 @@
 use lama::environ::{fit, Group};
 use lama::flux_job::flux_words;
 use lama::idset::format_list;
+use lama::slurm_step::{placed_in, verbose_extras};
 use serde_json::Value;
 
 use crate::affinity;
@@ -108,28 +109,9 @@ pub fn exec(shell: Shell, node: &Node) -> Result<(), String> {
     }
     if node.verbose {
         let how = if node.bind { "bound to" } else { "computed" };
-        let shown: String = p
-            .groups
-            .iter()
-            .flat_map(|g| &g.vars)
-            .filter_map(|(k, v)| match k.as_str() {
-                "LAMA_NICS" | "LAMA_GPUS" => Some(format!(" {}={v}", k[5..].to_lowercase())),
-                "OMP_PLACES" => Some(format!(" omp_places={v}")),
-                _ => None,
-            })
-            .collect();
+        let shown = verbose_extras(p.groups.iter().flat_map(|g| &g.vars));
         let cost = if local == 0 {
-            let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
-            let phases: Vec<String> = node
-                .phases
-                .iter()
-                .map(|(what, d)| format!("{what} {:.3}", ms(*d)))
-                .collect();
-            format!(
-                " (node placed in {:.2} ms: {})",
-                ms(node.elapsed),
-                phases.join(", ")
-            )
+            placed_in(node.elapsed, &node.phases)
         } else {
             String::new()
         };

@@ -73,7 +73,7 @@ fn every_message_is_in_the_catalogue() {
     let catalogue =
         std::fs::read_to_string(root.join("docs/messages.md")).expect("docs/messages.md");
     let mut files = Vec::new();
-    for dir in ["lama/src", "spank/src", "probe/src", "cli/src"] {
+    for dir in ["lama/src", "spank/src", "probe/src", "flux/src", "cli/src"] {
         sources(&root.join(dir), &mut files);
     }
     let mut missing = Vec::new();

@@ -12,11 +12,9 @@
 //! task that must not run ends quietly, so a step of thousands of tasks prints a line per node,
 //! not three per task.
 
-use std::time::Duration;
-
 use lama::environ::{fit, ExecSize, Group};
 use lama::idset::format_list;
-use lama::slurm_step::{check_task, cpu_bind_env, OMP_VARIABLES};
+use lama::slurm_step::{check_task, cpu_bind_env, placed_in, verbose_extras, OMP_VARIABLES};
 use slurm_spank::SpankHandle;
 
 use crate::once::{stop_task, Once};
@@ -207,26 +205,9 @@ fn verbose(st: &Step, spank: &SpankHandle, p: &Placed, vars: &[(String, String)]
     let t = &st.tasks[p.index];
     let list = format_list(&t.cpus);
     let how = if st.bind { "bound to" } else { "computed" };
-    let shown: String = vars
-        .iter()
-        .filter_map(|(k, v)| match k.as_str() {
-            "LAMA_NICS" | "LAMA_GPUS" => Some(format!(" {}={v}", k[5..].to_lowercase())),
-            "OMP_PLACES" => Some(format!(" omp_places={v}")),
-            _ => None,
-        })
-        .collect();
+    let shown = verbose_extras(vars);
     let cost = if first {
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        let phases: Vec<String> = st
-            .phases
-            .iter()
-            .map(|(what, d)| format!("{what} {:.3}", ms(*d)))
-            .collect();
-        format!(
-            " (node placed in {:.2} ms: {})",
-            ms(st.elapsed),
-            phases.join(", ")
-        )
+        placed_in(st.elapsed, &st.phases)
     } else {
         String::new()
     };
