@@ -43,7 +43,7 @@ const ARG_IN: c_int = 0;
 const TASKMAP_ENCODE_WRAPPED: c_int = 1;
 const ARG_OUT: c_int = 1;
 
-/// `FLUX_SHELL_WARN` and `FLUX_SHELL_NOTICE`.
+/// `FLUX_SHELL_WARN`.
 pub const WARN: c_int = 4;
 
 extern "C" {
@@ -283,12 +283,9 @@ impl Shell {
         if map.is_null() {
             return None;
         }
-        // SAFETY: a live map; taskmap_encode returns a malloc'd string or null.
-        json_call(|out| {
-            // SAFETY: as above; `out` is a live pointer slot.
-            unsafe { *out = taskmap_encode(map, TASKMAP_ENCODE_WRAPPED) };
-            0
-        })
+        // SAFETY: a live map; taskmap_encode returns a malloc'd string or null, which `take`
+        // frees.
+        unsafe { take(taskmap_encode(map, TASKMAP_ENCODE_WRAPPED)) }
     }
 
     /// The task being set up or started, and its info (`localid`, `rank`) as JSON text.

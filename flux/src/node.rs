@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use lama::environ::{exec_limit, variable_fits, ExecSize, Group, MAX_VARIABLE_BYTES};
+use lama::environ::{exec_limit, own_stack_limit, ExecSize, Group};
 use lama::flux_job::{cores_per_node, flux_words, given_gpus, scheme_map, RankInfo};
 use lama::locality::{Locality, Weights};
 use lama::openmp::plan_threads;
@@ -31,7 +31,7 @@ pub struct Node {
     /// The shell rank (the job's node index).
     pub rank: u32,
     /// `TASK_MAP`, when exported.
-    pub taskmap: Option<String>,
+    pub taskmap: Option<Group>,
     /// Whether `TASK_MAP` is lama's business in this job (a map inherited from the job's
     /// environment is then removed when lama exports none).
     pub manage_taskmap: bool,
@@ -53,16 +53,10 @@ pub struct Node {
     pub phases: Vec<(&'static str, Duration)>,
 }
 
-fn shell_info(shell: Shell) -> Result<(u32, u32), String> {
+/// The shell's info (`rank`, `size`, `R`, ...), read once where it is needed.
+fn shell_info(shell: Shell) -> Result<Value, String> {
     let info = shell.info().ok_or("the shell has no job info")?;
-    let v: Value = serde_json::from_str(&info).map_err(|e| format!("the shell's info: {e}"))?;
-    let num = |k: &str| {
-        v.get(k)
-            .and_then(Value::as_u64)
-            .and_then(|n| u32::try_from(n).ok())
-            .ok_or_else(|| format!("the shell's info has no {k}"))
-    };
-    Ok((num("rank")?, num("size")?))
+    serde_json::from_str(&info).map_err(|e| format!("the shell's info: {e}"))
 }
 
 fn rank_info(shell: Shell, rank: u32) -> Result<RankInfo, String> {
@@ -90,17 +84,6 @@ fn environ(shell: Shell) -> (ExecSize, Vec<(String, usize)>) {
     (size, sizes)
 }
 
-/// The stack limit the tasks start with (they inherit the shell's).
-fn stack_limit() -> Option<u64> {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the live struct.
-    let rc = unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut r) };
-    (rc == 0 && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
-}
-
 impl Node {
     /// Decides for this node; an error fails the job.
     pub fn decide(shell: Shell, config: &Config) -> Result<Node, String> {
@@ -112,7 +95,11 @@ impl Node {
             phases.push((what, now - lap));
             lap = now;
         };
-        let (rank, _) = shell_info(shell)?;
+        let rank = shell_info(shell)?
+            .get("rank")
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or("the shell's info has no rank")?;
         let own = rank_info(shell, rank)?;
         let own = &own;
         let (environ, existing) = environ(shell);
@@ -133,7 +120,7 @@ impl Node {
             replaced_affinity: config.replaced_affinity.clone(),
             environ,
             existing,
-            exec_limit: exec_limit(stack_limit()),
+            exec_limit: exec_limit(own_stack_limit()),
             elapsed: Duration::ZERO,
             phases: Vec::new(),
         };
@@ -146,12 +133,16 @@ impl Node {
             };
             // Flux's own encoding: TASK_MAP reads as `flux job taskmap` prints it.
             match shell.taskmap() {
-                Some(text) if variable_fits("TASK_MAP", &text) => node.taskmap = Some(text),
-                Some(text) => warn(format!(
-                    "TASK_MAP not exported: {} bytes, more than the {MAX_VARIABLE_BYTES} one environment variable may hold (Linux's limit); {TASK_MAP_INSTEAD}",
-                    text.len() + "TASK_MAP=".len() + 1
+                Some(text) => {
+                    let g = Group::task_map(text).with_hint(TASK_MAP_INSTEAD);
+                    match g.too_long() {
+                        None => node.taskmap = Some(g),
+                        Some(w) => warn(w.to_string()),
+                    }
+                }
+                None => warn(format!(
+                    "TASK_MAP not exported: the shell has no task map; {TASK_MAP_INSTEAD}"
                 )),
-                None => warn(format!("TASK_MAP not exported: the shell has no task map; {TASK_MAP_INSTEAD}")),
             }
             phase("TASK_MAP");
         }
@@ -287,8 +278,7 @@ pub fn scheme(plugin: Plugin, args: &Args, config: &Config) -> Result<(), String
     let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let (current, value) = (text("taskmap"), text("value"));
     // Not the rank info: the shell would keep its answer, which describes the old map.
-    let info = shell.info().ok_or("the shell has no job info")?;
-    let info: Value = serde_json::from_str(&info).map_err(|e| format!("the shell's info: {e}"))?;
+    let info = shell_info(shell)?;
     let cores = cores_per_node(info.get("R").ok_or("the shell's info has no R")?)?;
     let (topo, _) = topology(shell, config)?;
     let map = scheme_map(

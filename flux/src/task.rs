@@ -4,7 +4,7 @@
 //! What is said once is said by the node's first task (local id 0), or for the whole job by
 //! shell rank 0's; a task's own line is its own.
 
-use lama::environ::{fit, Group};
+use lama::environ::fit;
 use lama::flux_job::flux_words;
 use lama::idset::format_list;
 use lama::slurm_step::{placed_in, verbose_extras};
@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::affinity;
 use crate::ffi::{self, Shell, Task};
-use crate::node::{Node, TASK_MAP_INSTEAD};
+use crate::node::Node;
 
 /// The current task, its global id and its local id.
 fn current(shell: Shell) -> Result<(Task, u32, u32), String> {
@@ -34,13 +34,7 @@ fn current(shell: Shell) -> Result<(Task, u32, u32), String> {
 pub fn init(shell: Shell, node: &Node) -> Result<(), String> {
     let (task, rank, local) = current(shell)?;
     let mut groups = Vec::new();
-    if let Some(m) = &node.taskmap {
-        groups.push(Group {
-            what: "TASK_MAP",
-            instead: TASK_MAP_INSTEAD,
-            vars: vec![("TASK_MAP".into(), m.clone())],
-        });
-    }
+    groups.extend(node.taskmap.iter().cloned());
     let placed = node.task(rank);
     if let Some(p) = placed {
         groups.extend(p.groups.iter().cloned());

@@ -74,6 +74,21 @@ pub fn stack_limit(own: Option<u64>, propagated: Option<&str>) -> Option<u64> {
     }
 }
 
+/// This process's stack limit (`None`: unlimited; Linux's 8 MiB default when it cannot be read),
+/// which the tasks it starts inherit.
+pub fn own_stack_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into a live local.
+    if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut lim) } == 0 {
+        (lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+    } else {
+        Some(8 << 20)
+    }
+}
+
 /// Whether each task must measure its own environment before lama exports `ours` (the most
 /// any task gets, in bytes as `execve` counts them: see [`export_bytes`]) into a step whose
 /// arguments and environment are `step` in `user_init`, under an allowance of `limit`.
@@ -143,6 +158,23 @@ impl Group {
             instead: "inside a task, `lama taskmap --from-slurm` prints the step's map",
             vars: vec![("TASK_MAP".into(), map)],
         }
+    }
+
+    /// The same group with another hint for the task (the Flux plugin's, for `TASK_MAP`).
+    pub fn with_hint(self, instead: &'static str) -> Group {
+        Group { instead, ..self }
+    }
+
+    /// Why this group cannot be exported at all: one of its variables is too long for one
+    /// environment string. `None` when each fits.
+    pub fn too_long(&self) -> Option<Withheld> {
+        let (name, value) = self.vars.iter().find(|(n, v)| !variable_fits(n, v))?;
+        Some(Withheld::TooLong {
+            what: self.what,
+            instead: self.instead,
+            name: name.clone(),
+            bytes: variable_bytes(name, value),
+        })
     }
 
     /// The task's CPUs: `LAMA_CPUS` and lama's `SLURM_CPU_BIND*` (the binding itself is made
@@ -253,13 +285,8 @@ pub fn fit(
     let mut withheld = Vec::new();
     let mut kept: Vec<(Group, isize, isize)> = Vec::new();
     for g in groups {
-        if let Some((name, value)) = g.vars.iter().find(|(n, v)| !variable_fits(n, v)) {
-            withheld.push(Withheld::TooLong {
-                what: g.what,
-                instead: g.instead,
-                name: name.clone(),
-                bytes: variable_bytes(name, value),
-            });
+        if let Some(w) = g.too_long() {
+            withheld.push(w);
             continue;
         }
         // What the group adds: its strings, less those it replaces.

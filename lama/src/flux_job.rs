@@ -133,8 +133,6 @@ fn setting_names() -> String {
 /// One shell rank as `flux_shell_get_rank_info` describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RankInfo {
-    /// The shell rank (the job's node index).
-    pub id: u32,
     /// Its host.
     pub name: String,
     /// Its tasks' global ids, as ranges in ascending order.
@@ -152,16 +150,10 @@ impl RankInfo {
             .map_err(|e| format!("the shell's rank info is not JSON ({e})"))?;
         let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
         let res = v.get("resources");
-        let id = v
-            .get("id")
-            .and_then(Value::as_u64)
-            .and_then(|i| u32::try_from(i).ok())
-            .ok_or("the shell's rank info has no id")?;
         let tasks = text(v.get("taskids")).ok_or("the shell's rank info has no taskids")?;
         let mut tasks = parse_ranges(&tasks).map_err(|e| format!("the shell's task ids: {e}"))?;
         tasks.sort_unstable();
         Ok(RankInfo {
-            id,
             name: text(v.get("name")).unwrap_or_default(),
             tasks,
             cores: text(res.and_then(|r| r.get("cores"))).unwrap_or_default(),
@@ -254,16 +246,26 @@ pub fn scheme_map(
     let req = settings.request(&opts, Some(ntasks))?.ok_or_else(|| {
         StepError::Option("--taskmap=lama needs lama's placement, but lama.off was given".into())
     })?;
-    let mut nodes = Vec::with_capacity(cores.len());
+    // Nodes given the same cores are one model (the mapper prepares a model once per address):
+    // a job's nodes usually all are.
+    let mut models: Vec<(&str, NodeTopology)> = Vec::new();
+    let mut which = Vec::with_capacity(cores.len());
     for c in cores {
-        let cpus = cores_to_cpus(topo, c, None)?;
-        let t = topo
-            .restricted(&cpus)
-            .map_err(|e| StepError::Cpus(e.to_string()))?
-            .into_owned();
-        nodes.push(t);
+        let i = match models.iter().position(|(k, _)| k == c) {
+            Some(i) => i,
+            None => {
+                let cpus = cores_to_cpus(topo, c, None)?;
+                let t = topo
+                    .restricted(&cpus)
+                    .map_err(|e| StepError::Cpus(e.to_string()))?
+                    .into_owned();
+                models.push((c, t));
+                models.len() - 1
+            }
+        };
+        which.push(i);
     }
-    let refs: Vec<&NodeTopology> = nodes.iter().collect();
+    let refs: Vec<&NodeTopology> = which.iter().map(|&i| &models[i].1).collect();
     let p = plan(&refs, &req)?;
     let assignment: Vec<u32> = p.placements().iter().map(|pl| pl.node).collect();
     let new = TaskMap::encode(&assignment);

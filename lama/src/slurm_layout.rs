@@ -315,13 +315,7 @@ pub fn layout(
     dist: &Distribution,
     hosts: &[String],
 ) -> Result<Vec<u32>, LayoutError> {
-    let total: u64 = counts.iter().map(|&c| c as u64).sum();
-    if total > MAX_TASKS as u64 {
-        return Err(bad(format!(
-            "the step has {total} tasks, more than the {MAX_TASKS} lama places"
-        )));
-    }
-    let total = total as usize;
+    let total = check_total(counts)?;
     let mut out = Vec::with_capacity(total);
     match dist {
         Distribution::Block => {
@@ -393,6 +387,17 @@ pub fn read_hostfile_text(path: &str) -> Result<String, String> {
     )
 }
 
+/// A step's task count, refused past the most tasks lama places.
+fn check_total(counts: &[u32]) -> Result<usize, LayoutError> {
+    let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+    if total > MAX_TASKS as u64 {
+        return Err(bad(format!(
+            "the step has {total} tasks, more than the {MAX_TASKS} lama places"
+        )));
+    }
+    Ok(total as usize)
+}
+
 /// The RFC 34 task map of a step, without one entry per task for block, cyclic and plane (the
 /// same map as encoding [`layout`]).
 pub fn step_taskmap(
@@ -400,12 +405,7 @@ pub fn step_taskmap(
     dist: &Distribution,
     hosts: &[String],
 ) -> Result<TaskMap, LayoutError> {
-    let total: u64 = counts.iter().map(|&c| c as u64).sum();
-    if total > MAX_TASKS as u64 {
-        return Err(bad(format!(
-            "the step has {total} tasks, more than the {MAX_TASKS} lama places"
-        )));
-    }
+    check_total(counts)?;
     match counts_map(counts, dist) {
         Some(map) => Ok(map),
         None => Ok(TaskMap::encode(&layout(counts, dist, hosts)?)),
@@ -520,12 +520,7 @@ impl StepEnv {
                 counts.len()
             )));
         }
-        let total: u64 = counts.iter().map(|&c| c as u64).sum();
-        if total > MAX_TASKS as u64 {
-            return Err(bad(format!(
-                "the step has {total} tasks, more than the {MAX_TASKS} lama places"
-            )));
-        }
+        check_total(&counts)?;
         arbitrary(&counts, &hosts, path)
     }
 }

@@ -16,8 +16,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use lama::environ::{
-    exec_limit, export_bytes, fit, tasks_must_check, variable_fits, ExecSize, Group, Withheld,
-    MAX_TASK_MAP_BLOCKS,
+    exec_limit, export_bytes, tasks_must_check, variable_fits, Group, Withheld, MAX_TASK_MAP_BLOCKS,
 };
 use lama::locality::{gpus_per_task, Locality, Weights};
 use lama::openmp::plan_threads;
@@ -229,13 +228,7 @@ impl Lama {
                         }
                     } else {
                         // Every node computes the same map: node 0 says it for the step.
-                        let (_, withheld) = fit(
-                            vec![Group::task_map(text)],
-                            ExecSize::default(),
-                            |_| None,
-                            usize::MAX,
-                        );
-                        st.warning = withheld.first().map(|w| w.to_string());
+                        st.warning = Group::task_map(text).too_long().map(|w| w.to_string());
                         step_wide.set(true);
                     }
                 }

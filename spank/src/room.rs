@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use lama::environ::{stack_limit, ExecSize};
+use lama::environ::{own_stack_limit, stack_limit, ExecSize};
 use slurm_spank::spank_sys::{self, spank_t};
 
 /// The running callback's handle, for the items slurm-spank only hands out copied. Slurm runs
@@ -88,15 +88,5 @@ pub fn measure(names: &[&str]) -> Option<(ExecSize, Vec<(String, usize)>)> {
 /// The stack limit the task will exec under: this process's soft limit, or the smaller one
 /// srun propagates (`propagated`, the step's `SLURM_RLIMIT_STACK`).
 pub fn task_stack_limit(propagated: Option<&str>) -> Option<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit into a live local.
-    let own = if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut lim) } == 0 {
-        (lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
-    } else {
-        Some(8 << 20) // Linux's default, when the limit cannot be read
-    };
-    stack_limit(own, propagated)
+    stack_limit(own_stack_limit(), propagated)
 }
