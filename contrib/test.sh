@@ -76,6 +76,7 @@ for r in "${releases[@]}"; do
     tests/slurm/hostfile.sh target/debug/lama "$plugin"
     tests/slurm/configs.sh target/debug/lama "$plugin" $other
     tests/slurm/mpi.sh target/debug/lama "$plugin"
+    tests/slurm/launchers.sh target/debug/lama "$plugin"
     tests/slurm/faults.sh target/debug/lama "$plugin"
     tests/slurm/load.sh target/debug/lama "$plugin"
     tests/slurm/scale.sh target/debug/lama "$plugin"

@@ -31,6 +31,9 @@ enum Cmd {
     Taskmap(taskmap::TaskmapArgs),
     /// Expand relative host indexes (+n#, +e:#) into a SLURM_HOSTFILE for `srun -m arbitrary`.
     Hostfile(hostfile::HostfileArgs),
+    /// Print this node's topology for `lama plan --from-slurm` (its probe step runs this).
+    #[command(hide = true)]
+    NodeReport(plan::slurm_job::NodeReportArgs),
     /// Write the manual pages and shell completions (for packagers).
     #[command(hide = true)]
     Generate(generate::GenerateArgs),
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         }
         Cmd::Taskmap(a) => taskmap::run(a),
         Cmd::Hostfile(a) => hostfile::run(a),
+        Cmd::NodeReport(a) => plan::slurm_job::node_report(a),
         Cmd::Generate(a) => generate::run(a, Cli::command()),
     }
 }

@@ -16,6 +16,7 @@
 //! | [`step_map`] | a step's task map without one entry per task (what every node computes) |
 //! | [`slurm_options`] | the plugin's options and `plugstack.conf` arguments, merged per step |
 //! | [`slurm_step`] | what the SPANK plugin decides for a step on a node, as pure functions |
+//! | [`launcher`] | MPI launchers in an allocation: their daemon steps, Open MPI rankfiles, Hydra arguments |
 //! | [`flux_job`] | what the Flux shell plugin decides for a job: its options, ranks, task map and the `lama` task-map scheme |
 //! | [`cache`] | the node's topology and devices as text: slurmd's cache, the hwloc probe's answer |
 //! | [`idset`] | cpulists and idsets |
@@ -31,6 +32,7 @@ pub mod hostfile;
 #[cfg(feature = "hwloc")]
 pub mod hwloc;
 pub mod idset;
+pub mod launcher;
 pub mod level;
 pub mod limits;
 pub mod locality;

@@ -4,6 +4,9 @@
 
 use std::path::PathBuf;
 
+mod env;
+pub use env::{env_name, ENV_PREFIX};
+
 use crate::openmp::{ProcBind, Threads};
 use crate::slurm_step::StepError;
 use crate::spec::{Expert, Input, Request, Simple, SpecError};
@@ -20,7 +23,7 @@ pub struct OptionInfo {
 }
 
 /// Every user option, in `--help` order.
-pub const OPTIONS: [OptionInfo; 15] = [
+pub const OPTIONS: [OptionInfo; 16] = [
     OptionInfo {
         name: "map",
         arg: Some("STR"),
@@ -72,6 +75,11 @@ pub const OPTIONS: [OptionInfo; 15] = [
         usage: "give each task its N nearest GPUs (LAMA_GPUS, CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK)",
     },
     OptionInfo {
+        name: "gpu-visibility",
+        arg: Some("own|all"),
+        usage: "with --lama-gpus: each task sees only its own GPUs (own, default), or all the step's GPUs on its node, its own first (all: for CUDA IPC and peer-to-peer)",
+    },
+    OptionInfo {
         name: "threads",
         arg: Some("N|auto"),
         usage: "OpenMP threads per task, each on a place of the task's binding (OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND); auto: one per core",
@@ -119,6 +127,8 @@ pub struct Options {
     pub nics: Option<String>,
     /// `gpus`: nearest GPUs per task
     pub gpus: Option<String>,
+    /// `gpu-visibility`: `own` or `all`
+    pub gpu_visibility: Option<String>,
     /// `threads`: OpenMP threads per task
     pub threads: Option<String>,
     /// `omp-bind`: `spread` or `close`
@@ -148,6 +158,7 @@ impl Options {
             "rank-by" => self.rank_by = v,
             "nics" => self.nics = v,
             "gpus" => self.gpus = v,
+            "gpu-visibility" => self.gpu_visibility = v,
             "threads" => self.threads = v,
             "omp-bind" => self.omp_bind = v,
             "omp-override" => self.omp_override = true,
@@ -194,6 +205,7 @@ impl Options {
             || self.verbose
             || self.nics.is_some()
             || self.gpus.is_some()
+            || self.gpu_visibility.is_some()
             || self.threads.is_some()
             || !self.expert_names().is_empty()
             || !self.simple_names().is_empty()
@@ -248,6 +260,29 @@ impl Default for Settings {
     }
 }
 
+/// Which of the step's GPUs a task sees (`--lama-gpu-visibility`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GpuVisibility {
+    /// Only its own (`LAMA_GPUS`).
+    #[default]
+    Own,
+    /// All the step's GPUs on its node, its own first.
+    All,
+}
+
+impl GpuVisibility {
+    /// Reads `own` or `all`; `name` is how the caller spells the option.
+    pub fn parse(name: &str, value: &str) -> Result<GpuVisibility, String> {
+        match value.trim() {
+            "own" => Ok(GpuVisibility::Own),
+            "all" => Ok(GpuVisibility::All),
+            _ => Err(format!(
+                "invalid {name} '{value}'; valid: own (each task sees only its own GPUs) or all (every GPU of the step on the node, the task's own first)"
+            )),
+        }
+    }
+}
+
 /// OpenMP threads for each task of a step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadRequest {
@@ -275,7 +310,7 @@ pub struct SettingInfo {
 }
 
 /// Every `plugstack.conf` argument, in manual-page order.
-pub const SETTINGS: [SettingInfo; 19] = [
+pub const SETTINGS: [SettingInfo; 20] = [
     SettingInfo { key: "map", value: "STR", meaning: "default --lama-map" },
     SettingInfo { key: "bind", value: "WL", meaning: "default --lama-bind" },
     SettingInfo { key: "mppr", value: "LIST", meaning: "default --lama-mppr" },
@@ -285,6 +320,7 @@ pub const SETTINGS: [SettingInfo; 19] = [
     SettingInfo { key: "rank-by", value: "Z", meaning: "default --lama-rank-by" },
     SettingInfo { key: "nics", value: "N", meaning: "default --lama-nics" },
     SettingInfo { key: "gpus", value: "N", meaning: "default --lama-gpus" },
+    SettingInfo { key: "gpu-visibility", value: "own|all", meaning: "default --lama-gpu-visibility (default own)" },
     SettingInfo { key: "threads", value: "N|auto", meaning: "default --lama-threads" },
     SettingInfo { key: "omp-bind", value: "spread|close", meaning: "default --lama-omp-bind" },
     SettingInfo { key: "omp-override", value: "yes|no", meaning: "lama's OMP_* variables replace the job's (default no)" },
@@ -387,6 +423,10 @@ impl Settings {
                     ProcBind::parse(key, value).map_err(|e| StepError::Setting(e.to_string()))?;
                     s.defaults.set(key, Some(value));
                 }
+                "gpu-visibility" => {
+                    GpuVisibility::parse(key, value).map_err(StepError::Setting)?;
+                    s.defaults.set(key, Some(value));
+                }
                 "omp-override" => s.defaults.omp_override = yes_no(key, value)?,
                 _ => {
                     let is_value_option = OPTIONS.iter().any(|o| o.name == key && o.arg.is_some());
@@ -432,6 +472,20 @@ impl Settings {
             count("nics", &user.nics, &self.defaults.nics)?,
             count("gpus", &user.gpus, &self.defaults.gpus)?,
         ))
+    }
+
+    /// Which GPUs each task sees: the user's `--lama-gpu-visibility`, else the admin's default,
+    /// else only its own.
+    pub fn gpu_visibility(&self, user: &Options) -> Result<GpuVisibility, StepError> {
+        match (&user.gpu_visibility, &self.defaults.gpu_visibility) {
+            (Some(v), _) => {
+                GpuVisibility::parse("--lama-gpu-visibility", v).map_err(StepError::Option)
+            }
+            (None, Some(v)) => {
+                GpuVisibility::parse("gpu-visibility", v).map_err(StepError::Setting)
+            }
+            (None, None) => Ok(GpuVisibility::Own),
+        }
     }
 
     /// OpenMP threads for a step: the user's `--lama-threads` / `--lama-omp-bind`, else the
@@ -509,6 +563,7 @@ impl Settings {
             rank_by: pick(&user.rank_by, &base.rank_by),
             nics: None,
             gpus: None,
+            gpu_visibility: None,
             threads: None,
             omp_bind: None,
             omp_override: false,

@@ -9,7 +9,8 @@ use thiserror::Error;
 use crate::idset::{format_list, parse_list};
 use crate::level::Level;
 use crate::locality::{
-    allowed_gpus, choose, task_env, AllowedGpus, Locality, LocalityError, TaskDevices, Weights,
+    allowed_gpus, choose, task_env, AllowedGpus, Kind, Locality, LocalityError, TaskDevices,
+    Weights,
 };
 use crate::mapper::{plan, PlacementError};
 use crate::spec::Request;
@@ -17,8 +18,8 @@ use crate::taskmap::TaskMap;
 use crate::topology::NodeTopology;
 
 pub use crate::slurm_options::{
-    Apply, OptionInfo, Options, SettingInfo, Settings, ThreadRequest, OMP_VARIABLES, OPTIONS,
-    SETTINGS,
+    env_name, Apply, GpuVisibility, OptionInfo, Options, SettingInfo, Settings, ThreadRequest,
+    ENV_PREFIX, OMP_VARIABLES, OPTIONS, SETTINGS,
 };
 
 /// Why a step cannot be placed, in words for the user.
@@ -250,6 +251,10 @@ pub struct NodeDevices {
     entries: Vec<(usize, String)>,
     nics: bool,
     gpus: bool,
+    /// The step's GPUs on the node, which every task also sees under
+    /// `--lama-gpu-visibility=all` (`None`: only its own).
+    visible: Option<Vec<usize>>,
+    step_gpus: Vec<usize>,
 }
 
 impl NodeDevices {
@@ -264,9 +269,22 @@ impl NodeDevices {
     /// runtimes' variables); empty for a task that does not exist.
     pub fn env(&self, loc: &Locality, i: usize) -> Vec<(String, String)> {
         match self.picks.get(i) {
-            Some(p) => task_env(loc, p, self.nics, self.gpus, &self.entries),
+            Some(p) => task_env(
+                loc,
+                p,
+                self.nics,
+                self.gpus,
+                &self.entries,
+                self.visible.as_deref(),
+            ),
             None => Vec::new(),
         }
+    }
+
+    /// Which of the step's GPUs each task sees besides its own.
+    pub fn sharing(mut self, v: GpuVisibility) -> NodeDevices {
+        self.visible = (v == GpuVisibility::All).then(|| self.step_gpus.clone());
+        self
     }
 }
 
@@ -308,11 +326,19 @@ pub fn choose_among(
         weights,
     )
     .map_err(err)?;
+    let step_gpus = match &given {
+        Some(g) => g.devices.clone(),
+        None => (0..loc.devices().len())
+            .filter(|&d| loc.devices()[d].kind == Kind::Gpu)
+            .collect(),
+    };
     Ok(NodeDevices {
         picks,
         entries: given.map(|g| g.entries).unwrap_or_default(),
         nics: nics > 0,
         gpus: gpus > 0,
+        visible: None,
+        step_gpus,
     })
 }
 

@@ -95,7 +95,7 @@ fn intel_with_everything_on_package_1() {
     assert_eq!(d0 - d1, 2 * HOP + HOP);
     // What the task's environment says.
     let picks = choose(&loc, &tasks[..1], 1, 1, None, None).expect("choose");
-    let env = task_env(&loc, &picks[0], true, true, &[]);
+    let env = task_env(&loc, &picks[0], true, true, &[], None);
     let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     assert_eq!(get("LAMA_NICS"), Some("mlx5_0"));
     assert_eq!(get("UCX_NET_DEVICES"), Some("mlx5_0:1"));
@@ -148,12 +148,29 @@ fn dgx2_sixteen_gpus_typed_coproc() {
     );
     let loc = Locality::from_xml_file(&path(xml)).expect("devices");
     let picks = choose(&loc, &tasks[2..3], 0, 2, None, None).expect("choose");
-    let env = task_env(&loc, &picks[0], false, true, &[]);
+    let env = task_env(&loc, &picks[0], false, true, &[], None);
     assert_eq!(
         env,
         vec![
             ("LAMA_GPUS".to_string(), "nvml8,nvml9".to_string()),
             ("CUDA_VISIBLE_DEVICES".to_string(), "8,9".to_string()),
+        ]
+    );
+    // --lama-gpu-visibility=all: every GPU of the node is visible, the task's own two first
+    // (device 0 in the task is still its nearest); LAMA_GPUS still names its own.
+    let all: Vec<usize> = (0..loc.devices().len())
+        .filter(|&d| loc.devices()[d].kind == lama::locality::Kind::Gpu)
+        .collect();
+    assert_eq!(all.len(), 16);
+    let env = task_env(&loc, &picks[0], false, true, &[], Some(&all));
+    assert_eq!(
+        env,
+        vec![
+            ("LAMA_GPUS".to_string(), "nvml8,nvml9".to_string()),
+            (
+                "CUDA_VISIBLE_DEVICES".to_string(),
+                "8,9,0,1,2,3,4,5,6,7,10,11,12,13,14,15".to_string()
+            ),
         ]
     );
 }
@@ -203,7 +220,7 @@ fn vector_engine_host() {
         .all(|d| d.vendor == Vendor::Other));
     let picks = choose(&loc, &tasks[..1], 0, 1, None, None).expect("choose");
     assert_eq!(
-        task_env(&loc, &picks[0], false, true, &[]),
+        task_env(&loc, &picks[0], false, true, &[], None),
         vec![("LAMA_GPUS".to_string(), "ve0".to_string())]
     );
 }
@@ -333,7 +350,7 @@ fn gpus_the_job_was_given() {
     let picks = choose(&loc, &tasks, 0, 1, Some(&allowed), None).expect("choose");
     assert_eq!(names(&loc, &picks[0].gpus), strs("cuda1"));
     assert_eq!(names(&loc, &picks[1].gpus), strs("cuda3"));
-    let e = task_env(&loc, &picks[1], false, true, &entries);
+    let e = task_env(&loc, &picks[1], false, true, &entries, None);
     assert!(
         e.contains(&("CUDA_VISIBLE_DEVICES".to_string(), "1".to_string())),
         "{e:?}"

@@ -22,8 +22,8 @@ use lama::locality::{gpus_per_task, Locality, Weights};
 use lama::openmp::plan_threads;
 use lama::slurm_layout::StepEnv;
 use lama::slurm_step::{
-    check_step_map, choose_devices, cores_to_cpus, place_node, usable_cpus, MapCheck, NodeDevices,
-    Options, Settings, TaskBinding,
+    check_step_map, choose_devices, cores_to_cpus, place_node, usable_cpus, GpuVisibility,
+    MapCheck, NodeDevices, Options, Settings, TaskBinding,
 };
 use lama::taskmap::{rfc34, TaskMap};
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle};
@@ -78,6 +78,8 @@ struct Devices {
     weights: Option<Weights>,
     /// NICs and GPUs per task.
     counts: (usize, usize),
+    /// Which of the step's GPUs each task sees.
+    visibility: GpuVisibility,
     /// Each placed task's devices as `user_init` chose them, when the choice cannot depend on the
     /// task's environment (no GPUs asked for): tasks then need not choose again.
     chosen: Option<NodeDevices>,
@@ -148,7 +150,40 @@ impl Step {
     }
 }
 
+/// The MPI launcher daemon this step runs (`orted`, `hydra_pmi_proxy`, ...), if any.
+fn launcher_daemon(spank: &SpankHandle) -> Option<&'static str> {
+    let argv = spank.job_argv().ok()?;
+    lama::launcher::launcher_daemon(argv.first()?)
+}
+
 impl Lama {
+    /// A step of MPI launcher daemons, one per node, which fork the ranks themselves: lama
+    /// neither places nor binds them (that would confine every rank of the node), and exports
+    /// no `TASK_MAP`, which would describe the daemons rather than the ranks. Node 0 says so
+    /// when the step asked lama to place.
+    fn daemon_step(&self, spank: &SpankHandle) -> Step {
+        let nodeid = spank.job_nodeid().unwrap_or_default();
+        // A map left in the job's environment would describe another step.
+        let _ = spank.unsetenv("TASK_MAP");
+        let asked = !matches!(self.settings.request(&self.user, None), Ok(None))
+            || !matches!(self.settings.devices(&self.user), Ok((0, 0)))
+            || !matches!(self.settings.threads(&self.user), Ok(None));
+        let what = launcher_daemon(spank).unwrap_or("an MPI launcher's daemon");
+        if asked {
+            spank_log(
+                LogLevel::Info,
+                &format!("lama: {}", lama::launcher::daemon_note(what)),
+            );
+        }
+        Step {
+            host: affinity::hostname(),
+            nodeid,
+            warning: (asked && nodeid == 0).then(|| lama::launcher::daemon_note(what)),
+            once: Some(NodeOnce::new()),
+            ..Step::default()
+        }
+    }
+
     fn prepare(&self, spank: &SpankHandle) -> Step {
         let started = Instant::now();
         let mut st = self.decide(spank, started);
@@ -334,12 +369,18 @@ impl Lama {
             };
             // Checked here with this node's own devices, so that a node without enough of them
             // fails the step before any task starts; each task chooses again with its GPUs.
-            let chosen = choose_devices(&loc, &st.tasks, counts, weights.as_ref(), |_| None)
+            let visibility = self
+                .settings
+                .gpu_visibility(&self.user)
                 .map_err(|e| e.to_string())?;
+            let chosen = choose_devices(&loc, &st.tasks, counts, weights.as_ref(), |_| None)
+                .map_err(|e| e.to_string())?
+                .sharing(visibility);
             st.devices = Some(Devices {
                 loc,
                 weights,
                 counts,
+                visibility,
                 chosen: (!chosen.depends_on_task_env()).then_some(chosen),
             });
             st.lap("devices");
@@ -363,7 +404,8 @@ impl Devices {
         let all = choose_devices(&self.loc, tasks, self.counts, self.weights.as_ref(), |k| {
             spank.getenv(k).ok().flatten()
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())?
+        .sharing(self.visibility);
         Ok(all.env(&self.loc, i))
     }
 }
@@ -411,7 +453,8 @@ unsafe impl Plugin for Lama {
 
     fn init_post_opt(&mut self, spank: &mut SpankHandle) -> Result {
         if matches!(spank.context()?, Context::Local | Context::Allocator) {
-            self.user = options::user_options().map_err(|e| fail(&e))?;
+            let env = |k: &str| std::env::var(k).ok();
+            self.user = options::user_options(env).map_err(|e| fail(&e))?;
             self.settings
                 .request(&self.user, None)
                 .map_err(|e| fail(&e.to_string()))?;
@@ -432,6 +475,9 @@ unsafe impl Plugin for Lama {
             self.settings
                 .threads(&self.user)
                 .map_err(|e| fail(&e.to_string()))?;
+            self.settings
+                .gpu_visibility(&self.user)
+                .map_err(|e| fail(&e.to_string()))?;
         }
         Ok(())
     }
@@ -441,7 +487,21 @@ unsafe impl Plugin for Lama {
         if spank.job_stepid()? >= FIRST_SPECIAL_STEP {
             return Ok(());
         }
-        let st = match options::user_options() {
+        let (settings, inherited) = room::lama_variables();
+        for name in inherited {
+            let _ = spank.unsetenv(name);
+        }
+        let env = |k: &str| {
+            settings
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+        };
+        let st = match options::user_options(env) {
+            Ok(u) if launcher_daemon(spank).is_some() => {
+                self.user = u;
+                self.daemon_step(spank)
+            }
             Ok(u) => {
                 self.user = u;
                 // A panic here (a bug, in lama or a library) must fail the step cleanly rather

@@ -85,9 +85,15 @@ pub fn register(spank: spank_t) -> Result<(), String> {
     Ok(())
 }
 
-/// The options the user gave, as Slurm handed them to [`option_given`] (srun, sbatch and salloc
-/// after parsing the command line; slurmstepd from the launch message, before `init_post_opt`).
-pub fn user_options() -> Result<Options, String> {
+/// The options the user gave: on the command line, as Slurm handed them to [`option_given`]
+/// (srun, sbatch and salloc after parsing the command line; slurmstepd from the launch message,
+/// before `init_post_opt`), over those of `SLURM_LAMA_*` variables read through `env`.
+pub fn user_options(env: impl Fn(&str) -> Option<String>) -> Result<Options, String> {
+    let from_env = Options::from_env(env).map_err(|e| e.to_string())?;
+    command_line().map(|o| o.over_env(from_env))
+}
+
+fn command_line() -> Result<Options, String> {
     let mut o = Options::default();
     for (info, value) in OPTIONS.iter().zip(given().iter()) {
         match value {

@@ -90,3 +90,33 @@ pub fn measure(names: &[&str]) -> Option<(ExecSize, Vec<(String, usize)>)> {
 pub fn task_stack_limit(propagated: Option<&str>) -> Option<u64> {
     stack_limit(own_stack_limit(), propagated)
 }
+
+/// The step's `SLURM_LAMA_*` settings, and the names of lama's own task variables
+/// ([`INHERITED`]) it holds, from one pass over its environment (`user_init`).
+pub fn lama_variables() -> (Vec<(String, String)>, Vec<&'static str>) {
+    let mut settings = Vec::new();
+    let mut inherited = Vec::new();
+    if let Some(env) = strings(false) {
+        each(env, |s| {
+            if let Some(rest) = s.strip_prefix(lama::slurm_step::ENV_PREFIX.as_bytes()) {
+                let text = String::from_utf8_lossy(rest);
+                if let Some((k, v)) = text.split_once('=') {
+                    settings.push((
+                        format!("{}{k}", lama::slurm_step::ENV_PREFIX),
+                        v.to_string(),
+                    ));
+                }
+            } else if let Some(n) = INHERITED
+                .iter()
+                .find(|n| s.len() > n.len() && s.starts_with(n.as_bytes()) && s[n.len()] == b'=')
+            {
+                inherited.push(*n);
+            }
+        });
+    }
+    (settings, inherited)
+}
+
+/// What lama exports into a placed task: a task that starts a step of its own passes them on,
+/// where they would describe the outer task, so each step starts without them.
+pub const INHERITED: [&str; 3] = ["LAMA_CPUS", "LAMA_GPUS", "LAMA_NICS"];

@@ -145,6 +145,32 @@ want=$(plan_lines --topology "$x1" --map scbnh --bind 2c --np 4)
 if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "-c8 with --lama-bind=2c: 2 cores per task, as lama plan says"
 else not_ok "-c8 --lama-bind=2c" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
 
+echo "# Slurm $release: settings from the environment (SLURM_LAMA_*): command line > environment > plugstack.conf"
+plugstack "required $plugin topology=$x1 map=csbnh bind=1c"
+want=$(plan_lines --topology "$x1" --map scbnh --bind 2c --np 4)
+got=$(SLURM_LAMA_MAP=scbnh SLURM_LAMA_BIND=2c run -N1 -n4 -c8 bash "$work/task.sh" 2>"$work/err" | awk '{print $1, $2, $5}' | sort -n)
+if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "SLURM_LAMA_MAP and SLURM_LAMA_BIND replace plugstack.conf's map= and bind="
+else not_ok "environment over plugstack.conf" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+got=$(SLURM_LAMA_MAP=scbnh SLURM_LAMA_BIND=1c run -N1 -n4 -c8 --lama-bind=2c bash "$work/task.sh" 2>"$work/err" | awk '{print $1, $2, $5}' | sort -n)
+if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "--lama-bind=2c on the command line wins over SLURM_LAMA_BIND=1c"
+else not_ok "command line over environment" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+out=$(SLURM_LAMA_MAP=csbnq run -N2 -n4 bash -c 'echo TASK-RAN' 2>&1); rc=$?
+if [ $rc -ne 0 ] && [ "$(grep -c "invalid SLURM_LAMA_MAP 'csbnq'" <<<"$out")" = 1 ] && ! grep -q TASK-RAN <<<"$out"; then
+  ok "a bad SLURM_LAMA_MAP stops the step in srun, said once, naming the variable"
+else not_ok "bad SLURM_LAMA_MAP (rc $rc)" "$out"; fi
+out=$(SLURM_LAMA_OFF=1 run -N1 -n1 bash -c 'echo "${TASK_MAP:-none} ${LAMA_CPUS:-none}"' 2>&1)
+over=$(SLURM_LAMA_OFF=1 run -N1 -n1 --lama-bind=1c bash -c 'echo "${LAMA_CPUS:-none}"' 2>&1)
+if [ "$out" = "none none" ] && [[ $over =~ ^[0-9] ]]; then ok "SLURM_LAMA_OFF=1: no TASK_MAP and no placement, unless the command line asks"
+else not_ok "SLURM_LAMA_OFF" "$out" "$over"; fi
+# A nested srun inside a placed task: lama's own variables describe the outer task and are not
+# passed on; SLURM_LAMA_* settings are, and the nested step follows them.
+nested='echo "outer ${LAMA_CPUS:-none}"; srun --overlap -N1 -n1 bash -c "echo inner \${LAMA_CPUS:-none}"'
+out=$(run -N1 -n1 -c2 --lama-bind=1c bash -c "$nested" 2>&1)
+env_out=$(SLURM_LAMA_BIND=1c run -N1 -n1 -c2 bash -c "$nested" 2>&1)
+if grep -q '^outer [0-9]' <<<"$out" && grep -q '^inner none$' <<<"$out" && grep -q '^inner [0-9]' <<<"$env_out"; then
+  ok "nested srun: the outer task's LAMA_CPUS is not inherited; SLURM_LAMA_BIND is, and places the inner step"
+else not_ok "nested srun" "$out" "$env_out"; fi
+
 echo "# Slurm $release: GPUs through GRES (4 fake GPUs per node, ConstrainDevices=yes), nodes declared as the POWER8 XML"
 x3=$top/tests/topologies/power8gpudistances.xml
 cluster LAMA_SANDBOX_TOPOLOGY="$x3" LAMA_SANDBOX_GPUS=4 LAMA_SANDBOX_CONSTRAIN_DEVICES=1
@@ -176,6 +202,19 @@ if [ "$hw" = "1,2" ] && [ "$got" = "$want" ]; then
 else not_ok "GRES nearest of the step's GPUs" "Slurm alone (rank cvd step_gpus lama openable):" "$slurm" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
 if [ "$open" = "1,2" ]; then ok "GRES with ConstrainDevices: the step's tasks may open GPUs 1,2 only"
 else not_ok "ConstrainDevices does not confine the step to GPUs 1,2 (openable: ${open:-?})" "$slurm"; fi
+# --lama-gpu-visibility=all: each task sees both of the step's GPUs, its nearest first (as Slurm
+# wrote each), LAMA_GPUS still its own; the device cgroup is Slurm's, unchanged.
+visibility_case() {
+  local how=$1 got want
+  got=$(run $step --lama-map=scbnh --lama-bind=1c --lama-gpus=1 "${@:2}" bash "$work/gpu.sh" 2>"$work/err" | sort -n)
+  want="0 $(entry 1),$(entry 2) $hw cuda1 $open
+1 $(entry 2),$(entry 1) $hw cuda2 $open"
+  if [ "$hw" = "1,2" ] && [ "$got" = "$want" ]; then
+    ok "GRES $how: every task sees the step's GPUs 1,2, its nearest first; LAMA_GPUS its own"
+  else not_ok "GRES $how" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+}
+visibility_case "--lama-gpu-visibility=all" --lama-gpu-visibility=all
+SLURM_LAMA_GPU_VISIBILITY=all visibility_case "SLURM_LAMA_GPU_VISIBILITY=all in the environment"
 # Without --lama-gpus Slurm's GPU variables are untouched.
 got=$(run $step --lama-map=scbnh --lama-bind=1c bash "$work/gpu.sh" 2>/dev/null | sort -n)
 if [ -n "$got" ] && [ "$got" = "$slurm" ]; then ok "GRES without --lama-gpus: Slurm's GPU variables untouched"
@@ -193,6 +232,23 @@ refused "GRES: --gpus-per-task --gpu-bind=none with --lama-gpus" "so lama cannot
   -N1 -n2 --gpus-per-task=1 --gpu-bind=none --lama-gpus=1
 refused "GRES: --gpu-bind=single:1 with --lama-gpus" "Slurm binds GPUs task by task" \
   -N1 -n2 --gres=gpu:2 --gpu-bind=single:1 --lama-gpus=1
+refused "bad --lama-gpu-visibility" "invalid --lama-gpu-visibility 'some'; valid: own" \
+  -N1 -n1 --lama-gpus=1 --lama-gpu-visibility=some
+
+echo "# Slurm $release: GPUs through GRES without ConstrainDevices (every task may open every GPU)"
+cluster LAMA_SANDBOX_TOPOLOGY="$x3" LAMA_SANDBOX_GPUS=4
+plugstack "required $plugin topology=$x3"
+step="-N1 -w n1 -n2 --ntasks-per-socket=1 -c2 --gres=gpu:4"
+slurm=$(run $step --lama-off bash "$work/gpu.sh" 2>/dev/null | sort -n)
+read -r _ cvd hw _ open <<<"$(head -n 1 <<<"$slurm")"
+# The POWER8's GPUs cuda0-1 are on package 0, cuda2-3 on package 1: with two GPUs per task the
+# task on socket 0 gets 0,1 and sees 0,1,2,3; the one on socket 1 gets 2,3 and sees 2,3,0,1.
+got=$(run $step --lama-map=scbnh --lama-bind=1c --lama-gpus=2 --lama-gpu-visibility=all bash "$work/gpu.sh" 2>"$work/err" | sort -n)
+want="0 $(entry 0),$(entry 1),$(entry 2),$(entry 3) $hw cuda0,cuda1 $open
+1 $(entry 2),$(entry 3),$(entry 0),$(entry 1) $hw cuda2,cuda3 $open"
+if [ "$hw" = "0,1,2,3" ] && [ "$got" = "$want" ]; then
+  ok "GRES without ConstrainDevices, --lama-gpu-visibility=all: each task sees all 4 GPUs, its own 2 first"
+else not_ok "GRES without ConstrainDevices, visibility all" "Slurm alone:" "$slurm" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
 
 if [ -n "$other" ]; then
   echo "# Slurm $release: a plugin built for another release"

@@ -2,6 +2,7 @@
 //! How a plan is shown (text, JSON, pictures) is in [`output`].
 
 mod output;
+pub mod slurm_job;
 
 use output::{drawings, to_json, to_text, Extra};
 
@@ -10,6 +11,7 @@ use std::process::ExitCode;
 
 use clap::{ArgMatches, Args, ValueEnum};
 use lama::hostfile::slurm_hostfile;
+use lama::launcher::{hydra_args, rankfile, RankPlace};
 use lama::locality::{choose, Locality, Weights};
 use lama::openmp::{plan_threads, ProcBind, ThreadPlan, Threads};
 use lama::slurm_layout::expand_hostlist;
@@ -33,6 +35,12 @@ pub enum PlanFormat {
     Json,
     /// A picture of each distinct node shape, PUs coloured by rank.
     Svg,
+    /// An Open MPI rankfile (`mpirun --rankfile FILE --mca rmaps_rank_file_physical 1
+    /// --use-hwthread-cpus`); needs the job's host names.
+    Rankfile,
+    /// MPICH `mpiexec` arguments: `-hosts H:N,... -bind-to user:CPUS,...`; needs the job's host
+    /// names, and fails when Hydra cannot express the plan.
+    Hydra,
 }
 
 impl PlanFormat {
@@ -49,6 +57,11 @@ impl PlanFormat {
 /// Preview where every rank of a job goes.
 #[derive(Args)]
 pub struct PlanArgs {
+    /// Plan for the running Slurm job (inside salloc or sbatch): its nodes, the CPUs Slurm gave
+    /// it on each, each node's own topology (read there by one srun task per node), and
+    /// SLURM_NTASKS ranks unless --np says otherwise.
+    #[arg(long, conflicts_with_all = ["topology", "synthetic", "this_machine", "nodes", "restrict", "nodelist"])]
+    from_slurm: bool,
     /// An hwloc XML file for the next node (repeat for more nodes, in node order).
     #[arg(long, value_name = "FILE")]
     topology: Vec<PathBuf>,
@@ -110,8 +123,9 @@ pub struct PlanArgs {
     /// Also write every rank's host, one per line, for `SLURM_HOSTFILE=FILE srun -m arbitrary`.
     #[arg(long, value_name = "FILE")]
     slurm_hostfile: Option<PathBuf>,
-    /// The job's hosts in node order for --slurm-hostfile (default: SLURM_JOB_NODELIST).
-    #[arg(long, value_name = "HOSTLIST", requires = "slurm_hostfile")]
+    /// The job's hosts in node order for --slurm-hostfile, --format rankfile and --format hydra
+    /// (default: SLURM_JOB_NODELIST).
+    #[arg(long, value_name = "HOSTLIST")]
     nodelist: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
@@ -123,13 +137,17 @@ pub struct PlanArgs {
 
 /// The host names --slurm-hostfile writes, from --nodelist or the running job.
 fn job_hosts(a: &PlanArgs) -> Result<Option<Vec<String>>, String> {
-    if a.slurm_hostfile.is_none() {
+    let launcher = matches!(a.format, PlanFormat::Rankfile | PlanFormat::Hydra);
+    if a.slurm_hostfile.is_none() && !launcher {
+        if a.nodelist.is_some() {
+            return Err("--nodelist names the hosts for --slurm-hostfile, --format rankfile or --format hydra".into());
+        }
         return Ok(None);
     }
     let list = match &a.nodelist {
         Some(l) => l.clone(),
         None => crate::env("SLURM_JOB_NODELIST")
-            .ok_or("--slurm-hostfile needs the job's host names: run inside a Slurm job or give --nodelist HOSTLIST")?,
+            .ok_or("--slurm-hostfile, --format rankfile and --format hydra need the job's host names: run inside a Slurm job or give --nodelist HOSTLIST (or --from-slurm)")?,
     };
     let hosts = expand_hostlist(&list).map_err(|e| format!("--nodelist: {e}"))?;
     if hosts.is_empty() {
@@ -349,7 +367,10 @@ fn job_nodes(
     Ok((models, per_node))
 }
 
-pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
+pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
+    if a.from_slurm && a.np.is_none() {
+        a.np = crate::env("SLURM_NTASKS").and_then(|n| n.trim().parse().ok());
+    }
     let req = match request(&a) {
         Ok(r) => r,
         Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
@@ -358,13 +379,21 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
     };
-    let hosts = match job_hosts(&a) {
-        Ok(h) => h,
-        Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
-    };
-    let (models, per_node) = match job_nodes(&a, m, hosts.as_deref()) {
-        Ok(x) => x,
-        Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
+    let devices_wanted = a.nics > 0 || a.gpus > 0 || a.device_weights.is_some();
+    let (hosts, models, per_node) = if a.from_slurm {
+        match slurm_job::job_models(devices_wanted) {
+            Ok((h, models, per_node)) => (Some(h), models, per_node),
+            Err(e) => return fail(a.format.errors(), "slurm", &e, None),
+        }
+    } else {
+        let hosts = match job_hosts(&a) {
+            Ok(h) => h,
+            Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
+        };
+        match job_nodes(&a, m, hosts.as_deref()) {
+            Ok((models, per_node)) => (hosts, models, per_node),
+            Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
+        }
     };
     let nodes: Vec<&NodeTopology> = per_node.iter().map(|&i| &models[i].0).collect();
     let p = match plan(&nodes, &req) {
@@ -390,7 +419,7 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
             return fail(a.format.errors(), "io", &e, None);
         }
     }
-    let devices = if a.nics > 0 || a.gpus > 0 || a.device_weights.is_some() {
+    let devices = if devices_wanted {
         match rank_devices(&a, &models, &p, &nodes, &per_node) {
             Ok(d) => Some(d),
             Err(e) => return fail(a.format.errors(), "devices", &e, None),
@@ -421,6 +450,23 @@ pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         PlanFormat::Json => format!("{}\n", to_json(&p, &nodes, &req, &extra)),
         PlanFormat::Text => to_text(&p, &nodes, &req, &extra),
         PlanFormat::Svg => svg::svg(&drawings(&p, &nodes, &models, &per_node, extra.devices)),
+        PlanFormat::Rankfile | PlanFormat::Hydra => {
+            let ranks: Vec<RankPlace> = (0..p.len())
+                .map(|r| RankPlace {
+                    node: p.placements()[r].node as usize,
+                    cpus: p.cpus(r, &nodes),
+                })
+                .collect();
+            let hosts = hosts.unwrap_or_default();
+            if a.format == PlanFormat::Rankfile {
+                rankfile(&ranks, &hosts)
+            } else {
+                match hydra_args(&ranks, &hosts) {
+                    Ok(t) => t,
+                    Err(e) => return fail(Format::Text, "launcher", &e.to_string(), None),
+                }
+            }
+        }
     };
     match &a.output {
         Some(path) => match std::fs::write(path, text) {

@@ -116,13 +116,16 @@ pub fn allowed_gpus(
 
 /// The environment one task gets for its devices: `LAMA_NICS`, `UCX_NET_DEVICES`, `LAMA_GPUS`, and
 /// `CUDA_VISIBLE_DEVICES` / `ROCR_VISIBLE_DEVICES` / `ZE_AFFINITY_MASK` for the vendors it got.
-/// `gpu_entry` overrides how a GPU is written in its vendor's variable.
+/// `gpu_entry` overrides how a GPU is written in its vendor's variable. With `also_visible`
+/// (`--lama-gpu-visibility=all`), the runtimes' variables list those GPUs too, after the task's
+/// own, so that device 0 in the task is still its nearest; `LAMA_GPUS` names its own only.
 pub fn task_env(
     loc: &Locality,
     picks: &TaskDevices,
     want_nics: bool,
     want_gpus: bool,
     gpu_entry: &[(usize, String)],
+    also_visible: Option<&[usize]>,
 ) -> Vec<(String, String)> {
     let devs = &loc.devices;
     // Values are written straight from the device names: every task of a step builds its own.
@@ -148,10 +151,15 @@ pub fn task_env(
             ("ROCR_VISIBLE_DEVICES", Vendor::Amd),
             ("ZE_AFFINITY_MASK", Vendor::Intel),
         ] {
+            let others = also_visible
+                .unwrap_or_default()
+                .iter()
+                .filter(|d| !picks.gpus.contains(d));
             let entries: Vec<String> = picks
                 .gpus
                 .iter()
-                .filter(|&&d| devs[d].vendor == vendor)
+                .chain(others)
+                .filter(|&&d| devs[d].kind == Kind::Gpu && devs[d].vendor == vendor)
                 .filter_map(|&d| {
                     gpu_entry
                         .iter()

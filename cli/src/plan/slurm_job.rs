@@ -1,0 +1,192 @@
+//! `lama plan --from-slurm`: the running job's nodes, the CPUs Slurm gave the job on each
+//! (`scontrol show job -d`), and each node's own topology, read on the node by one task of a
+//! probe step (`srun ... lama node-report`). Both ends of the probe's little protocol are here.
+//!
+//! The probe step runs with `SLURM_LAMA_OFF=1`, so that the plugin, when installed, leaves it
+//! alone, and with `--overlap`, so that it runs beside whatever else the job is running.
+
+use std::collections::HashMap;
+use std::process::{Command, ExitCode};
+
+use clap::Args;
+use lama::cache;
+use lama::idset::format_list;
+use lama::launcher::job_cores;
+use lama::slurm_layout::expand_hostlist;
+use lama::slurm_step::cores_to_cpus;
+use lama::NodeTopology;
+
+use super::Model;
+
+/// Longest line of the report: srun passes shorter lines whole, one task's at a time.
+const CHUNK: usize = 1000;
+
+/// Print this node's topology for `lama plan --from-slurm` (run by it, one task per node).
+#[derive(Args)]
+pub struct NodeReportArgs {
+    /// Include the node's devices (NICs and GPUs).
+    #[arg(long)]
+    devices: bool,
+}
+
+/// The node's name as Slurm knows it (slurmd's, which may differ from the host name), then its
+/// topology as lama's cache text, in short lines.
+pub fn node_report(a: NodeReportArgs) -> ExitCode {
+    let host = crate::env("SLURMD_NODENAME")
+        .unwrap_or_else(|| nix_hostname().unwrap_or_else(|| "unknown".into()));
+    let text = if a.devices {
+        NodeTopology::this_machine_with_devices(true)
+            .map_err(|e| e.to_string())
+            .and_then(|(t, allowed, loc)| cache::encode(&t, Some(&loc), Some(&allowed)))
+    } else {
+        NodeTopology::this_machine_whole()
+            .map_err(|e| e.to_string())
+            .and_then(|(t, allowed)| cache::encode(&t, None, Some(&allowed)))
+    };
+    match text {
+        Ok(text) => {
+            println!("host {host}");
+            for (i, line) in text.lines().enumerate() {
+                // JSON text is ASCII: chunks never split a character.
+                for chunk in line.as_bytes().chunks(CHUNK) {
+                    println!("line{i} {}", String::from_utf8_lossy(chunk));
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("lama node-report on {host}: {e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn nix_hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+}
+
+/// Runs a command and returns its standard output, or what went wrong.
+fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {what}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{what} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The job's hosts, their models, and per host which model it uses.
+pub type JobNodes = (Vec<String>, Vec<Model>, Vec<usize>);
+
+/// The job's hosts, in Slurm's node order, and per host its model: the node's topology
+/// restricted to the CPUs Slurm gave the job there, named by the host.
+pub fn job_models(devices: bool) -> Result<JobNodes, String> {
+    let job = crate::env("SLURM_JOB_ID").ok_or(
+        "--from-slurm plans for the running Slurm job: run it inside salloc or sbatch (SLURM_JOB_ID is not set)",
+    )?;
+    let list = crate::env("SLURM_JOB_NODELIST").ok_or("SLURM_JOB_NODELIST is not set")?;
+    let hosts = expand_hostlist(&list).map_err(|e| format!("SLURM_JOB_NODELIST: {e}"))?;
+    let threads_text = output(
+        Command::new("scontrol").args(["-o", "show", "node", &list]),
+        "scontrol show node",
+    )?;
+    let threads: HashMap<String, u32> = threads_text
+        .lines()
+        .filter_map(|l| {
+            let field = |k: &str| l.split_whitespace().find_map(|w| w.strip_prefix(k));
+            Some((
+                field("NodeName=")?.to_string(),
+                field("ThreadsPerCore=")?.parse().ok()?,
+            ))
+        })
+        .collect();
+    let detail = output(
+        Command::new("scontrol").args(["show", "job", "-d", &job]),
+        "scontrol show job -d",
+    )?;
+    let cores =
+        job_cores(&detail, |h| threads.get(h).copied().unwrap_or(1)).map_err(|e| e.to_string())?;
+    let reports = probe(&hosts, devices)?;
+    let mut models: Vec<Model> = Vec::new();
+    let mut per_node = Vec::new();
+    for host in &hosts {
+        let text = reports
+            .get(host)
+            .ok_or_else(|| format!("node {host} did not report its topology"))?;
+        let node = cache::decode(text, &format!("the topology reported by {host}"), devices)
+            .map_err(|e| e.to_string())?;
+        let job_cores = cores
+            .iter()
+            .find(|(h, _)| h == host)
+            .map(|(_, c)| format_list(c))
+            .ok_or_else(|| format!("scontrol does not say which CPUs the job has on {host}"))?;
+        let cpus =
+            cores_to_cpus(&node.topology, &job_cores, None).map_err(|e| format!("{host}: {e}"))?;
+        // Each node keeps its own model, named by its host, as the plan shows it.
+        let t = node
+            .topology
+            .restrict(&cpus)
+            .map_err(|e| format!("{host}: {e}"))?
+            .with_name(host);
+        models.push((t, node.locality));
+        let m = models.len() - 1;
+        per_node.push(m);
+    }
+    Ok((hosts, models, per_node))
+}
+
+/// Runs `lama node-report` once on every node of the job and returns each node's text.
+fn probe(hosts: &[String], devices: bool) -> Result<HashMap<String, String>, String> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot find lama's own path: {e}"))?;
+    let n = hosts.len().to_string();
+    let mut cmd = Command::new("srun");
+    cmd.args(["--nodes", &n, "--ntasks", &n, "--ntasks-per-node=1"])
+        .args([
+            "--cpu-bind=none",
+            "--overlap",
+            "--label",
+            "--kill-on-bad-exit=1",
+        ])
+        .arg(&me)
+        .arg("node-report")
+        .env("SLURM_LAMA_OFF", "1")
+        // The user's arbitrary layout is for the ranks, not for this step.
+        .env_remove("SLURM_HOSTFILE")
+        .env_remove("SLURM_DISTRIBUTION")
+        .env_remove("SLURM_ARBITRARY_NODELIST");
+    if devices {
+        cmd.arg("--devices");
+    }
+    let text = output(&mut cmd, "srun lama node-report (one task per node)")?;
+    // "K: host NAME" then "K: lineI CHUNK" lines, K the task; one task's lines stay in order.
+    let mut by_task: HashMap<String, (Option<String>, Vec<String>)> = HashMap::new();
+    for line in text.lines() {
+        let Some((task, rest)) = line.split_once(": ") else {
+            continue;
+        };
+        let entry = by_task.entry(task.trim().to_string()).or_default();
+        if let Some(h) = rest.strip_prefix("host ") {
+            entry.0 = Some(h.to_string());
+        } else if let Some((i, chunk)) = rest
+            .strip_prefix("line")
+            .and_then(|r| r.split_once(' '))
+            .and_then(|(i, c)| Some((i.parse::<usize>().ok().filter(|&i| i < 8)?, c)))
+        {
+            if entry.1.len() <= i {
+                entry.1.resize(i + 1, String::new());
+            }
+            entry.1[i].push_str(chunk);
+        }
+    }
+    Ok(by_task
+        .into_values()
+        .filter_map(|(h, lines)| Some((h?, lines.join("\n"))))
+        .collect())
+}

@@ -1,0 +1,107 @@
+use super::*;
+
+fn hosts(n: usize) -> Vec<String> {
+    (1..=n).map(|i| format!("n{i}")).collect()
+}
+
+fn ranks(places: &[(usize, &[u32])]) -> Vec<RankPlace> {
+    places
+        .iter()
+        .map(|&(node, cpus)| RankPlace {
+            node,
+            cpus: cpus.to_vec(),
+        })
+        .collect()
+}
+
+#[test]
+fn daemons_are_known_by_program_name_only() {
+    assert_eq!(launcher_daemon("/usr/bin/orted"), Some("Open MPI's orted"));
+    assert_eq!(launcher_daemon("prted"), Some("Open MPI's prted"));
+    assert_eq!(
+        launcher_daemon("/usr/bin/hydra_pmi_proxy"),
+        Some("MPICH's hydra_pmi_proxy")
+    );
+    assert_eq!(
+        launcher_daemon("/opt/intel/bin/pmi_proxy"),
+        Some("Intel MPI's pmi_proxy")
+    );
+    for other in ["./a.out", "/usr/bin/orted.sh", "xorted", "bash", ""] {
+        assert_eq!(launcher_daemon(other), None, "{other}");
+    }
+}
+
+#[test]
+fn job_cores_reads_scontrol_detail_lines() {
+    // As Slurm 22.05 prints `scontrol show job -d` (the lines that matter, and one that must
+    // not be taken for them).
+    let text = "   NodeList=n[1-3] BatchHost=n1\n\
+                \x20    Nodes=n[1-2] CPU_IDs=0-3 Mem=0 GRES=\n\
+                \x20    Nodes=n3 CPU_IDs=2,3,6-7 Mem=0 GRES=\n";
+    let got = job_cores(text, |h| if h == "n3" { 2 } else { 1 }).unwrap();
+    assert_eq!(
+        got,
+        vec![
+            ("n1".to_string(), vec![0, 1, 2, 3]),
+            ("n2".to_string(), vec![0, 1, 2, 3]),
+            ("n3".to_string(), vec![1, 3]),
+        ]
+    );
+    assert!(job_cores("JobId=1 JobState=PENDING\n", |_| 1).is_err());
+    let bad = job_cores("Nodes=n1 CPU_IDs=x-y\n", |_| 1).unwrap_err();
+    assert!(bad.to_string().contains("CPU_IDs=x-y"), "{bad}");
+}
+
+#[test]
+fn rankfile_names_hosts_and_physical_cpus() {
+    let r = ranks(&[(0, &[0]), (0, &[1, 2, 3, 8]), (1, &[0])]);
+    let text = rankfile(&r, &hosts(2));
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        lines,
+        [
+            "rank 0=n1 slot=0",
+            "rank 1=n1 slot=1-3,8",
+            "rank 2=n2 slot=0"
+        ]
+    );
+    assert!(text.contains("rmaps_rank_file_physical 1 --use-hwthread-cpus -n 3"));
+    // Ranks 0 and 1 on node 0, rank 2 on node 1: RFC 34's block of one node with two tasks,
+    // then one of one.
+    assert!(
+        text.contains("# TASK_MAP={\"version\":1,\"map\":[[0,1,2,1],[1,1,1,1]]}\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn hydra_block_and_cyclic_layouts() {
+    let block = ranks(&[(0, &[0]), (0, &[1]), (1, &[0]), (1, &[1]), (2, &[0])]);
+    assert_eq!(
+        hydra_args(&block, &hosts(3)).unwrap(),
+        "-n 5 -hosts n1:2,n2:2,n3:1 -bind-to user:0,1\n"
+    );
+    let cyclic = ranks(&[(0, &[0]), (1, &[0]), (2, &[0]), (0, &[1]), (1, &[1])]);
+    assert_eq!(
+        hydra_args(&cyclic, &hosts(3)).unwrap(),
+        "-n 5 -hosts n1:1,n2:1,n3:1 -bind-to user:0,1\n"
+    );
+    let wide = ranks(&[(0, &[0, 1, 4, 5]), (1, &[0, 1, 4, 5])]);
+    assert_eq!(
+        hydra_args(&wide, &hosts(2)).unwrap(),
+        "-n 2 -hosts n1:1,n2:1 -bind-to user:0+1+4+5\n"
+    );
+}
+
+#[test]
+fn hydra_refuses_what_it_cannot_say() {
+    // Rounds: after n1 then n2, Hydra goes back to n1, not on to n3.
+    let order = ranks(&[(0, &[0]), (1, &[0]), (0, &[1]), (2, &[0])]);
+    let e = hydra_args(&order, &hosts(3)).unwrap_err().to_string();
+    assert!(e.contains("rank 3 on n2, not on n3"), "{e}");
+    // One binding list for every node.
+    let uneven = ranks(&[(0, &[0]), (1, &[1])]);
+    let e = hydra_args(&uneven, &hosts(2)).unwrap_err().to_string();
+    assert!(e.contains("local rank 0"), "{e}");
+    assert!(e.contains("srun"), "{e}");
+}
