@@ -100,6 +100,7 @@ fn init(plugin: Plugin) -> Result<(), String> {
         .is_some();
     let devices = settings.devices(&user).map_err(|e| e.to_string())?;
     let threads = settings.threads(&user).map_err(|e| e.to_string())?;
+    settings.gpu_visibility(&user).map_err(|e| e.to_string())?;
     let mut replaced_affinity = None;
     if placing {
         // Flux's own binding would fight lama's: off for this job, as its builtins read it in

@@ -151,9 +151,8 @@ impl Step {
 }
 
 /// The MPI launcher daemon this step runs (`orted`, `hydra_pmi_proxy`, ...), if any.
-fn launcher_daemon(spank: &SpankHandle) -> Option<&'static str> {
-    let argv = spank.job_argv().ok()?;
-    lama::launcher::launcher_daemon(argv.first()?)
+fn launcher_daemon() -> Option<&'static str> {
+    lama::launcher::launcher_daemon(&room::program()?)
 }
 
 impl Lama {
@@ -168,7 +167,7 @@ impl Lama {
         let asked = !matches!(self.settings.request(&self.user, None), Ok(None))
             || !matches!(self.settings.devices(&self.user), Ok((0, 0)))
             || !matches!(self.settings.threads(&self.user), Ok(None));
-        let what = launcher_daemon(spank).unwrap_or("an MPI launcher's daemon");
+        let what = launcher_daemon().unwrap_or("an MPI launcher's daemon");
         if asked {
             spank_log(
                 LogLevel::Info,
@@ -498,7 +497,7 @@ unsafe impl Plugin for Lama {
                 .map(|(_, v)| v.clone())
         };
         let st = match options::user_options(env) {
-            Ok(u) if launcher_daemon(spank).is_some() => {
+            Ok(u) if launcher_daemon().is_some() => {
                 self.user = u;
                 self.daemon_step(spank)
             }

@@ -120,3 +120,15 @@ pub fn lama_variables() -> (Vec<(String, String)>, Vec<&'static str>) {
 /// What lama exports into a placed task: a task that starts a step of its own passes them on,
 /// where they would describe the outer task, so each step starts without them.
 pub const INHERITED: [&str; 3] = ["LAMA_CPUS", "LAMA_GPUS", "LAMA_NICS"];
+
+/// The step's program (its first argument), read in place.
+pub fn program() -> Option<String> {
+    let argv = strings(true)?;
+    let mut first = None;
+    each(argv, |s| {
+        if first.is_none() {
+            first = Some(String::from_utf8_lossy(s).into_owned());
+        }
+    });
+    first
+}

@@ -7,11 +7,7 @@
 set -uo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 
-for lib in openmpi mpich; do
-  if ! "mpicc.$lib" -O1 -fopenmp -o "$work/probe.$lib" "$top/tests/mpi/probe.c" 2>"$work/cc.err"; then
-    not_ok "probe builds with mpicc.$lib" "$(cat "$work/cc.err")"
-  fi
-done
+mpi_probes
 
 cluster
 echo "# Slurm $(srun --version | awk '{print $2}'): mpirun and mpiexec inside salloc, placed by lama plan --from-slurm"

@@ -32,3 +32,13 @@ refused() {
 }
 # A cpulist or idset such as 0-2,5 as 0,1,2,5.
 expand() { awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; for (c = r[1]; c <= r[2]; c++) printf "%s%d", (o++ ? "," : ""), c } print "" }' <<<"$1"; }
+# Builds tests/mpi/probe.c with Debian's Open MPI and MPICH as $work/probe.openmpi and
+# $work/probe.mpich (a failed build is a failed case).
+mpi_probes() {
+  local lib
+  for lib in openmpi mpich; do
+    if ! "mpicc.$lib" -fopenmp -O1 -o "$work/probe.$lib" "$top/tests/mpi/probe.c" 2>"$work/cc.err"; then
+      not_ok "probe builds with mpicc.$lib" "$(cat "$work/cc.err")"
+    fi
+  done
+}

@@ -8,11 +8,7 @@
 set -uo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 
-for lib in openmpi mpich; do
-  if ! "mpicc.$lib" -fopenmp -O1 -o "$work/probe.$lib" "$top/tests/mpi/probe.c" 2>"$work/cc.err"; then
-    not_ok "probe builds with mpicc.$lib" "$(cat "$work/cc.err")"
-  fi
-done
+mpi_probes
 declare -A launch=([openmpi]=pmix [mpich]=pmi2)
 
 # Runs an MPI step. Debian's Open MPI 4.1 under Slurm 26.05's PMIx now and then crashes in a rank
