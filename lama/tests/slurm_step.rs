@@ -387,6 +387,7 @@ fn every_documented_plugstack_argument_is_accepted() {
         "rank-by" => "slot",
         "nics" | "gpus" | "threads" => "1",
         "omp-bind" => "close",
+        "gpu-visibility" => "all",
         "apply" => "always",
         "cache" => "/run/lama",
         "topology" | "weights" => "/some/file",
