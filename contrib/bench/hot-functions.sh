@@ -12,6 +12,9 @@ cargo build --release --quiet -p lama-spank
 work=$(mktemp -d)
 so=$work/liblama_spank.so
 cp target/release/liblama_spank.so "$so"
+# The hwloc helper, which the plugin loads beside itself when the topology cache cannot serve.
+cargo build --release --quiet -p lama-probe
+cp target/release/liblama_probe.so "$work/"
 tracefs=/sys/kernel/tracing
 export LAMA_SANDBOX=$work/cluster LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-18800}
 export LAMA_SANDBOX_PLUGIN="required $so"

@@ -22,12 +22,15 @@ pub const LAUNCHER_DAEMONS: [(&str, &str); 4] = [
 ];
 
 /// Which launcher's daemon a step runs, from the step's first argument (its program), or `None`
-/// for any other program.
-pub fn launcher_daemon(argv0: &str) -> Option<&'static str> {
-    let base = argv0.rsplit('/').next().unwrap_or(argv0);
+/// for any other program. Bytes, compared in place: every step asks.
+pub fn launcher_daemon(argv0: &[u8]) -> Option<&'static str> {
+    let base = match argv0.iter().rposition(|&b| b == b'/') {
+        Some(i) => &argv0[i + 1..],
+        None => argv0,
+    };
     LAUNCHER_DAEMONS
         .iter()
-        .find(|(name, _)| *name == base)
+        .find(|(name, _)| name.as_bytes() == base)
         .map(|(_, what)| *what)
 }
 

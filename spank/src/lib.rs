@@ -150,16 +150,13 @@ impl Step {
     }
 }
 
-/// The MPI launcher daemon this step runs (`orted`, `hydra_pmi_proxy`, ...), if any.
-fn launcher_daemon() -> Option<&'static str> {
-    lama::launcher::launcher_daemon(&room::program()?)
-}
-
 impl Lama {
     /// A step of MPI launcher daemons, one per node, which fork the ranks themselves: lama
     /// neither places nor binds them (that would confine every rank of the node), and exports
     /// no `TASK_MAP`, which would describe the daemons rather than the ranks. Node 0 says so
-    /// when the step asked lama to place.
+    /// when the step asked lama to place. Kept out of the hot layout (spank/hot.ld).
+    #[cold]
+    #[inline(never)]
     fn daemon_step(&self, spank: &SpankHandle) -> Step {
         let nodeid = spank.job_nodeid().unwrap_or_default();
         // A map left in the job's environment would describe another step.
@@ -167,7 +164,7 @@ impl Lama {
         let asked = !matches!(self.settings.request(&self.user, None), Ok(None))
             || !matches!(self.settings.devices(&self.user), Ok((0, 0)))
             || !matches!(self.settings.threads(&self.user), Ok(None));
-        let what = launcher_daemon().unwrap_or("an MPI launcher's daemon");
+        let what = room::launcher_daemon().unwrap_or("an MPI launcher's daemon");
         if asked {
             spank_log(
                 LogLevel::Info,
@@ -452,8 +449,10 @@ unsafe impl Plugin for Lama {
 
     fn init_post_opt(&mut self, spank: &mut SpankHandle) -> Result {
         if matches!(spank.context()?, Context::Local | Context::Allocator) {
-            let env = |k: &str| std::env::var(k).ok();
-            self.user = options::user_options(env).map_err(|e| fail(&e))?;
+            let env: Vec<(String, String)> = std::env::vars()
+                .filter(|(k, _)| k.starts_with(lama::slurm_step::ENV_PREFIX))
+                .collect();
+            self.user = options::user_options(&env).map_err(|e| fail(&e))?;
             self.settings
                 .request(&self.user, None)
                 .map_err(|e| fail(&e.to_string()))?;
@@ -486,18 +485,15 @@ unsafe impl Plugin for Lama {
         if spank.job_stepid()? >= FIRST_SPECIAL_STEP {
             return Ok(());
         }
-        let (settings, inherited) = room::lama_variables();
-        for name in inherited {
-            let _ = spank.unsetenv(name);
+        let vars = room::lama_variables();
+        if let Some((_, inherited)) = &vars {
+            for name in inherited {
+                let _ = spank.unsetenv(name);
+            }
         }
-        let env = |k: &str| {
-            settings
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-        };
-        let st = match options::user_options(env) {
-            Ok(u) if launcher_daemon().is_some() => {
+        let settings = vars.as_ref().map_or(&[][..], |(s, _)| s.as_slice());
+        let st = match options::user_options(settings) {
+            Ok(u) if room::launcher_daemon().is_some() => {
                 self.user = u;
                 self.daemon_step(spank)
             }

@@ -87,10 +87,13 @@ pub fn register(spank: spank_t) -> Result<(), String> {
 
 /// The options the user gave: on the command line, as Slurm handed them to [`option_given`]
 /// (srun, sbatch and salloc after parsing the command line; slurmstepd from the launch message,
-/// before `init_post_opt`), over those of `SLURM_LAMA_*` variables read through `env`.
-pub fn user_options(env: impl Fn(&str) -> Option<String>) -> Result<Options, String> {
-    let from_env = Options::from_env(env).map_err(|e| e.to_string())?;
-    command_line().map(|o| o.over_env(from_env))
+/// before `init_post_opt`), over those of the `SLURM_LAMA_*` variables among `env`.
+pub fn user_options(env: &[(String, String)]) -> Result<Options, String> {
+    let cmd = command_line()?;
+    match Options::from_env(env).map_err(|e| e.to_string())? {
+        Some(from_env) => Ok(cmd.over_env(from_env)),
+        None => Ok(cmd),
+    }
 }
 
 fn command_line() -> Result<Options, String> {

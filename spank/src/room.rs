@@ -91,29 +91,54 @@ pub fn task_stack_limit(propagated: Option<&str>) -> Option<u64> {
     stack_limit(own_stack_limit(), propagated)
 }
 
+/// `SLURM_LAMA_*` settings (name, value), and lama's task variables present.
+pub type LamaVariables = (Vec<(String, String)>, Vec<&'static str>);
+
 /// The step's `SLURM_LAMA_*` settings, and the names of lama's own task variables
-/// ([`INHERITED`]) it holds, from one pass over its environment (`user_init`).
-pub fn lama_variables() -> (Vec<(String, String)>, Vec<&'static str>) {
+/// ([`INHERITED`]) it holds, read in place from its environment (`user_init`); `None`, having
+/// built nothing, when it has neither (nearly every step: its path stays short).
+pub fn lama_variables() -> Option<LamaVariables> {
+    let env = strings(false)?;
+    let prefix = lama::slurm_step::ENV_PREFIX.as_bytes();
+    let inherited_name = |s: &[u8]| {
+        INHERITED
+            .iter()
+            .find(|n| s.len() > n.len() && s.starts_with(n.as_bytes()) && s[n.len()] == b'=')
+            .copied()
+    };
+    let mut any = false;
+    each(env, |s| {
+        any |= s.starts_with(prefix) || inherited_name(s).is_some()
+    });
+    if !any {
+        return None;
+    }
+    Some(collect_lama_variables(env))
+}
+
+/// [`lama_variables`] when the step has some: kept out of the hot layout (spank/hot.ld).
+#[cold]
+#[inline(never)]
+fn collect_lama_variables(env: *const *const c_char) -> (Vec<(String, String)>, Vec<&'static str>) {
+    let prefix = lama::slurm_step::ENV_PREFIX.as_bytes();
+    let inherited_name = |s: &[u8]| {
+        INHERITED
+            .iter()
+            .find(|n| s.len() > n.len() && s.starts_with(n.as_bytes()) && s[n.len()] == b'=')
+            .copied()
+    };
     let mut settings = Vec::new();
     let mut inherited = Vec::new();
-    if let Some(env) = strings(false) {
-        each(env, |s| {
-            if let Some(rest) = s.strip_prefix(lama::slurm_step::ENV_PREFIX.as_bytes()) {
-                let text = String::from_utf8_lossy(rest);
-                if let Some((k, v)) = text.split_once('=') {
-                    settings.push((
-                        format!("{}{k}", lama::slurm_step::ENV_PREFIX),
-                        v.to_string(),
-                    ));
-                }
-            } else if let Some(n) = INHERITED
-                .iter()
-                .find(|n| s.len() > n.len() && s.starts_with(n.as_bytes()) && s[n.len()] == b'=')
-            {
-                inherited.push(*n);
+    each(env, |s| {
+        if s.starts_with(prefix) {
+            let text = String::from_utf8_lossy(s);
+            if let Some((k, v)) = text.split_once('=') {
+                settings.push((k.to_string(), v.to_string()));
             }
-        });
-    }
+        } else if let Some(n) = inherited_name(s) {
+            inherited.push(n);
+        }
+    });
     (settings, inherited)
 }
 
@@ -121,14 +146,14 @@ pub fn lama_variables() -> (Vec<(String, String)>, Vec<&'static str>) {
 /// where they would describe the outer task, so each step starts without them.
 pub const INHERITED: [&str; 3] = ["LAMA_CPUS", "LAMA_GPUS", "LAMA_NICS"];
 
-/// The step's program (its first argument), read in place.
-pub fn program() -> Option<String> {
+/// The MPI launcher daemon the step runs (its first argument, compared in place), if any.
+pub fn launcher_daemon() -> Option<&'static str> {
     let argv = strings(true)?;
-    let mut first = None;
-    each(argv, |s| {
-        if first.is_none() {
-            first = Some(String::from_utf8_lossy(s).into_owned());
-        }
-    });
-    first
+    // SAFETY: Slurm's argv array ends with a NULL pointer, so entry 0 is readable.
+    let p = unsafe { *argv };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: a non-NULL entry is a NUL-terminated string owned by Slurm for the callback.
+    lama::launcher::launcher_daemon(unsafe { CStr::from_ptr(p) }.to_bytes())
 }

@@ -16,18 +16,18 @@ fn ranks(places: &[(usize, &[u32])]) -> Vec<RankPlace> {
 
 #[test]
 fn daemons_are_known_by_program_name_only() {
-    assert_eq!(launcher_daemon("/usr/bin/orted"), Some("Open MPI's orted"));
-    assert_eq!(launcher_daemon("prted"), Some("Open MPI's prted"));
+    assert_eq!(launcher_daemon(b"/usr/bin/orted"), Some("Open MPI's orted"));
+    assert_eq!(launcher_daemon(b"prted"), Some("Open MPI's prted"));
     assert_eq!(
-        launcher_daemon("/usr/bin/hydra_pmi_proxy"),
+        launcher_daemon(b"/usr/bin/hydra_pmi_proxy"),
         Some("MPICH's hydra_pmi_proxy")
     );
     assert_eq!(
-        launcher_daemon("/opt/intel/bin/pmi_proxy"),
+        launcher_daemon(b"/opt/intel/bin/pmi_proxy"),
         Some("Intel MPI's pmi_proxy")
     );
     for other in ["./a.out", "/usr/bin/orted.sh", "xorted", "bash", ""] {
-        assert_eq!(launcher_daemon(other), None, "{other}");
+        assert_eq!(launcher_daemon(other.as_bytes()), None, "{other}");
     }
 }
 

@@ -22,10 +22,25 @@ pub fn env_name(option: &str) -> String {
 }
 
 impl Options {
-    /// The options set by `SLURM_LAMA_*` variables read through `get`, checked, with errors that
-    /// name the variable. A flag's variable takes `1`, `yes` or `true` (set) and `0`, `no` or
-    /// `false` (not set); empty counts as unset.
-    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Options, StepError> {
+    /// The options set by the `SLURM_LAMA_*` variables among `vars` (name, value), checked, with
+    /// errors that name the variable; `None` when there are none (what nearly every step finds,
+    /// at no cost). A flag's variable takes `1`, `yes` or `true` (set) and `0`, `no` or `false`
+    /// (not set); empty counts as unset. A variable that names no option is an error, not a typo
+    /// silently ignored.
+    pub fn from_env(vars: &[(String, String)]) -> Result<Option<Options>, StepError> {
+        let ours = || vars.iter().filter(|(k, _)| k.starts_with(ENV_PREFIX));
+        if ours().next().is_none() {
+            return Ok(None);
+        }
+        if let Some((k, _)) = ours().find(|(k, _)| !OPTIONS.iter().any(|o| env_name(o.name) == *k))
+        {
+            let names: Vec<String> = OPTIONS.iter().map(|o| env_name(o.name)).collect();
+            return Err(StepError::Option(format!(
+                "unknown variable {k}; lama reads {}",
+                names.join(", ")
+            )));
+        }
+        let get = |name: &str| ours().find(|(k, _)| k == name).map(|(_, v)| v.clone());
         let mut o = Options::default();
         for info in OPTIONS {
             let name = env_name(info.name);
@@ -51,7 +66,7 @@ impl Options {
             }
         }
         o.check_env()?;
-        Ok(o)
+        Ok(Some(o))
     }
 
     fn check_env(&self) -> Result<(), StepError> {
@@ -129,12 +144,10 @@ impl Options {
 mod tests {
     use super::*;
 
-    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| {
-            vars.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }
+    fn env(vars: &[(&str, &str)]) -> Vec<(String, String)> {
+        vars.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -150,14 +163,17 @@ mod tests {
 
     #[test]
     fn values_and_flags_are_read_and_checked() {
-        let o = Options::from_env(env(&[
+        let o = Options::from_env(&env(&[
             ("SLURM_LAMA_MAP", "csbnh"),
             ("SLURM_LAMA_BIND", "2c"),
             ("SLURM_LAMA_VERBOSE", "yes"),
             ("SLURM_LAMA_OVERSUBSCRIBE", "0"),
             ("SLURM_LAMA_THREADS", ""),
+            ("SLURM_JOB_ID", "7"),
         ]))
+        .unwrap()
         .unwrap();
+        assert_eq!(Options::from_env(&env(&[("SLURM_JOB_ID", "7")])), Ok(None));
         assert_eq!(o.map.as_deref(), Some("csbnh"));
         assert_eq!(o.bind.as_deref(), Some("2c"));
         assert!(o.verbose && !o.oversubscribe && o.threads.is_none());
@@ -176,12 +192,12 @@ mod tests {
                 "invalid SLURM_LAMA_GPU_VISIBILITY 'some'",
             ),
         ] {
-            let e = Options::from_env(env(&[(var, value)]))
+            let e = Options::from_env(&env(&[(var, value)]))
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(says), "{var}={value}: {e}");
         }
-        let mixed = Options::from_env(env(&[
+        let mixed = Options::from_env(&env(&[
             ("SLURM_LAMA_MAP", "csbnh"),
             ("SLURM_LAMA_BIND_TO", "core"),
         ]));
@@ -193,7 +209,7 @@ mod tests {
 
     #[test]
     fn the_command_line_wins() {
-        let from = |vars: &[(&str, &str)]| Options::from_env(env(vars)).unwrap();
+        let from = |vars: &[(&str, &str)]| Options::from_env(&env(vars)).unwrap().unwrap();
         let mut cmd = Options::default();
         cmd.set("bind", Some("1c"));
         let o = cmd.clone().over_env(from(&[
