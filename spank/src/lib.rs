@@ -449,8 +449,18 @@ unsafe impl Plugin for Lama {
 
     fn init_post_opt(&mut self, spank: &mut SpankHandle) -> Result {
         if matches!(spank.context()?, Context::Local | Context::Allocator) {
-            let env: Vec<(String, String)> = std::env::vars()
-                .filter(|(k, _)| k.starts_with(lama::slurm_step::ENV_PREFIX))
+            // vars_os: a variable that is not UTF-8 (anyone's) must not stop srun.
+            let env: Vec<(String, String)> = std::env::vars_os()
+                .filter(|(k, _)| {
+                    k.as_encoded_bytes()
+                        .starts_with(lama::slurm_step::ENV_PREFIX.as_bytes())
+                })
+                .map(|(k, v)| {
+                    (
+                        k.to_string_lossy().into_owned(),
+                        v.to_string_lossy().into_owned(),
+                    )
+                })
                 .collect();
             self.user = options::user_options(&env).map_err(|e| fail(&e))?;
             self.settings

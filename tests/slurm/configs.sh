@@ -158,6 +158,10 @@ out=$(SLURM_LAMA_MAP=csbnq run -N2 -n4 bash -c 'echo TASK-RAN' 2>&1); rc=$?
 if [ $rc -ne 0 ] && [ "$(grep -c "invalid SLURM_LAMA_MAP 'csbnq'" <<<"$out")" = 1 ] && ! grep -q TASK-RAN <<<"$out"; then
   ok "a bad SLURM_LAMA_MAP stops the step in srun, said once, naming the variable"
 else not_ok "bad SLURM_LAMA_MAP (rc $rc)" "$out"; fi
+# A variable that is not UTF-8 (any of the user's) does not disturb srun's reading of the others.
+out=$(LAMA_TEST_BYTES=$'\xff\xfe' SLURM_LAMA_BIND=1c run -N1 -n1 bash -c 'echo "lama ${LAMA_CPUS:-none}"' 2>&1)
+if grep -q '^lama [0-9]' <<<"$out"; then ok "an environment variable that is not UTF-8 beside SLURM_LAMA_BIND: the step runs, placed"
+else not_ok "non-UTF-8 environment" "$out"; fi
 out=$(SLURM_LAMA_OFF=1 run -N1 -n1 bash -c 'echo "${TASK_MAP:-none} ${LAMA_CPUS:-none}"' 2>&1)
 over=$(SLURM_LAMA_OFF=1 run -N1 -n1 --lama-bind=1c bash -c 'echo "${LAMA_CPUS:-none}"' 2>&1)
 if [ "$out" = "none none" ] && [[ $over =~ ^[0-9] ]]; then ok "SLURM_LAMA_OFF=1: no TASK_MAP and no placement, unless the command line asks"
