@@ -20,7 +20,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
 use lama::flux_job::{flux_words, settings, user_options};
-use lama::slurm_step::{Options, Settings, ThreadRequest};
+use lama::slurm_step::{GpuVisibility, Options, Settings, ThreadRequest};
 
 #[path = "../../spank/src/affinity.rs"]
 mod affinity;
@@ -39,6 +39,8 @@ struct Config {
     /// NICs and GPUs per task.
     devices: (usize, usize),
     threads: Option<ThreadRequest>,
+    /// Which of the job's GPUs each task sees.
+    visibility: GpuVisibility,
     /// Flux's `cpu-affinity` setting the user gave, which lama's placement replaces.
     replaced_affinity: Option<String>,
 }
@@ -100,7 +102,7 @@ fn init(plugin: Plugin) -> Result<(), String> {
         .is_some();
     let devices = settings.devices(&user).map_err(|e| e.to_string())?;
     let threads = settings.threads(&user).map_err(|e| e.to_string())?;
-    settings.gpu_visibility(&user).map_err(|e| e.to_string())?;
+    let visibility = settings.gpu_visibility(&user).map_err(|e| e.to_string())?;
     let mut replaced_affinity = None;
     if placing {
         // Flux's own binding would fight lama's: off for this job, as its builtins read it in
@@ -123,6 +125,7 @@ fn init(plugin: Plugin) -> Result<(), String> {
         placing,
         devices,
         threads,
+        visibility,
         replaced_affinity,
     };
     *JOB.lock().unwrap_or_else(|p| p.into_inner()) = Some(Job { config, node: None });

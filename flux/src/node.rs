@@ -223,10 +223,9 @@ impl Node {
             } else {
                 None
             };
-            let visibility = s.gpu_visibility(&config.user).map_err(|e| e.to_string())?;
             let chosen = choose_among(&loc, &tasks, config.devices, weights.as_ref(), given)
                 .map_err(|e| e.to_string())?
-                .sharing(visibility);
+                .sharing(config.visibility);
             for (i, g) in groups.iter_mut().enumerate() {
                 let mut vars = chosen.env(&loc, i);
                 // Flux's numbering is PCI order (gpu-affinity sets the same when it runs).

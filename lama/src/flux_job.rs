@@ -196,9 +196,7 @@ pub fn cores_per_node(r: &Value) -> Result<Vec<String>, String> {
 /// is written in `CUDA_VISIBLE_DEVICES` (or its vendor's variable) with Flux's own index.
 pub fn given_gpus(loc: &Locality, ids: &str) -> Result<AllowedGpus, String> {
     let ids = parse_list(ids).map_err(|e| format!("the job's GPUs on this node: {e}"))?;
-    let gpus: Vec<usize> = (0..loc.devices().len())
-        .filter(|&d| loc.devices()[d].kind == Kind::Gpu)
-        .collect();
+    let gpus = loc.candidates(Kind::Gpu, None);
     let mut out = AllowedGpus {
         devices: Vec::new(),
         entries: Vec::new(),

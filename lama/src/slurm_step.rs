@@ -251,10 +251,10 @@ pub struct NodeDevices {
     entries: Vec<(usize, String)>,
     nics: bool,
     gpus: bool,
-    /// The step's GPUs on the node, which every task also sees under
-    /// `--lama-gpu-visibility=all` (`None`: only its own).
-    visible: Option<Vec<usize>>,
+    /// The step's GPUs on the node.
     step_gpus: Vec<usize>,
+    /// Whether every task also sees all of [`Self::step_gpus`] (`--lama-gpu-visibility=all`).
+    share_all: bool,
 }
 
 impl NodeDevices {
@@ -275,7 +275,7 @@ impl NodeDevices {
                 self.nics,
                 self.gpus,
                 &self.entries,
-                self.visible.as_deref(),
+                self.share_all.then_some(self.step_gpus.as_slice()),
             ),
             None => Vec::new(),
         }
@@ -283,7 +283,7 @@ impl NodeDevices {
 
     /// Which of the step's GPUs each task sees besides its own.
     pub fn sharing(mut self, v: GpuVisibility) -> NodeDevices {
-        self.visible = (v == GpuVisibility::All).then(|| self.step_gpus.clone());
+        self.share_all = v == GpuVisibility::All;
         self
     }
 }
@@ -326,19 +326,14 @@ pub fn choose_among(
         weights,
     )
     .map_err(err)?;
-    let step_gpus = match &given {
-        Some(g) => g.devices.clone(),
-        None => (0..loc.devices().len())
-            .filter(|&d| loc.devices()[d].kind == Kind::Gpu)
-            .collect(),
-    };
+    let step_gpus = loc.candidates(Kind::Gpu, given.as_ref().map(|g| g.devices.as_slice()));
     Ok(NodeDevices {
         picks,
         entries: given.map(|g| g.entries).unwrap_or_default(),
         nics: nics > 0,
         gpus: gpus > 0,
-        visible: None,
         step_gpus,
+        share_all: false,
     })
 }
 

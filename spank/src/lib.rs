@@ -157,25 +157,21 @@ impl Lama {
     /// when the step asked lama to place. Kept out of the hot layout (spank/hot.ld).
     #[cold]
     #[inline(never)]
-    fn daemon_step(&self, spank: &SpankHandle) -> Step {
+    fn daemon_step(&self, spank: &SpankHandle, what: &str) -> Step {
         let nodeid = spank.job_nodeid().unwrap_or_default();
         // A map left in the job's environment would describe another step.
         let _ = spank.unsetenv("TASK_MAP");
         let asked = !matches!(self.settings.request(&self.user, None), Ok(None))
             || !matches!(self.settings.devices(&self.user), Ok((0, 0)))
             || !matches!(self.settings.threads(&self.user), Ok(None));
-        let what = room::launcher_daemon().unwrap_or("an MPI launcher's daemon");
-        if asked {
-            spank_log(
-                LogLevel::Info,
-                &format!("lama: {}", lama::launcher::daemon_note(what)),
-            );
+        let note = asked.then(|| lama::launcher::daemon_note(what));
+        if let Some(n) = &note {
+            spank_log(LogLevel::Info, &format!("lama: {n}"));
         }
         Step {
             host: affinity::hostname(),
             nodeid,
-            warning: (asked && nodeid == 0).then(|| lama::launcher::daemon_note(what)),
-            once: Some(NodeOnce::new()),
+            warning: note.filter(|_| nodeid == 0),
             ..Step::default()
         }
     }
@@ -502,12 +498,12 @@ unsafe impl Plugin for Lama {
             }
         }
         let settings = vars.as_ref().map_or(&[][..], |(s, _)| s.as_slice());
-        let st = match options::user_options(settings) {
-            Ok(u) if room::launcher_daemon().is_some() => {
+        let st = match (options::user_options(settings), room::launcher_daemon()) {
+            (Ok(u), Some(what)) => {
                 self.user = u;
-                self.daemon_step(spank)
+                self.daemon_step(spank, what)
             }
-            Ok(u) => {
+            (Ok(u), None) => {
                 self.user = u;
                 // A panic here (a bug, in lama or a library) must fail the step cleanly rather
                 // than poison the crate's global state for every later callback.
@@ -523,7 +519,7 @@ unsafe impl Plugin for Lama {
                         ..Step::default()
                     })
             }
-            Err(e) => Step {
+            (Err(e), _) => Step {
                 failure: Some(e),
                 ..Step::default()
             },

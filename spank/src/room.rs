@@ -99,45 +99,47 @@ pub type LamaVariables = (Vec<(String, String)>, Vec<&'static str>);
 /// built nothing, when it has neither (nearly every step: its path stays short).
 pub fn lama_variables() -> Option<LamaVariables> {
     let env = strings(false)?;
-    let prefix = lama::slurm_step::ENV_PREFIX.as_bytes();
-    let inherited_name = |s: &[u8]| {
-        INHERITED
-            .iter()
-            .find(|n| s.len() > n.len() && s.starts_with(n.as_bytes()) && s[n.len()] == b'=')
-            .copied()
-    };
     let mut any = false;
-    each(env, |s| {
-        any |= s.starts_with(prefix) || inherited_name(s).is_some()
-    });
+    each(env, |s| any |= classify(s).is_some());
     if !any {
         return None;
     }
     Some(collect_lama_variables(env))
 }
 
+/// What an environment entry (`NAME=VALUE`) is to lama.
+enum Entry {
+    /// A `SLURM_LAMA_*` setting.
+    Setting,
+    /// One of [`INHERITED`].
+    Inherited(&'static str),
+}
+
+fn classify(s: &[u8]) -> Option<Entry> {
+    if s.starts_with(lama::slurm_step::ENV_PREFIX.as_bytes()) {
+        return Some(Entry::Setting);
+    }
+    INHERITED
+        .iter()
+        .find(|n| s.len() > n.len() && s.starts_with(n.as_bytes()) && s[n.len()] == b'=')
+        .map(|n| Entry::Inherited(n))
+}
+
 /// [`lama_variables`] when the step has some: kept out of the hot layout (spank/hot.ld).
 #[cold]
 #[inline(never)]
-fn collect_lama_variables(env: *const *const c_char) -> (Vec<(String, String)>, Vec<&'static str>) {
-    let prefix = lama::slurm_step::ENV_PREFIX.as_bytes();
-    let inherited_name = |s: &[u8]| {
-        INHERITED
-            .iter()
-            .find(|n| s.len() > n.len() && s.starts_with(n.as_bytes()) && s[n.len()] == b'=')
-            .copied()
-    };
+fn collect_lama_variables(env: *const *const c_char) -> LamaVariables {
     let mut settings = Vec::new();
     let mut inherited = Vec::new();
-    each(env, |s| {
-        if s.starts_with(prefix) {
+    each(env, |s| match classify(s) {
+        Some(Entry::Setting) => {
             let text = String::from_utf8_lossy(s);
             if let Some((k, v)) = text.split_once('=') {
                 settings.push((k.to_string(), v.to_string()));
             }
-        } else if let Some(n) = inherited_name(s) {
-            inherited.push(n);
         }
+        Some(Entry::Inherited(n)) => inherited.push(n),
+        None => {}
     });
     (settings, inherited)
 }

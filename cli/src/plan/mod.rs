@@ -380,9 +380,10 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
     };
     let devices_wanted = a.nics > 0 || a.gpus > 0 || a.device_weights.is_some();
-    let (hosts, models, per_node) = if a.from_slurm {
+    let (hosts, per_node, models) = if a.from_slurm {
         match slurm_job::job_models(devices_wanted) {
-            Ok((h, models, per_node)) => (Some(h), models, per_node),
+            // One model per host, in the job's order.
+            Ok((h, models)) => (Some(h), (0..models.len()).collect(), models),
             Err(e) => return fail(a.format.errors(), "slurm", &e, None),
         }
     } else {
@@ -391,7 +392,7 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
             Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
         };
         match job_nodes(&a, m, hosts.as_deref()) {
-            Ok((models, per_node)) => (hosts, models, per_node),
+            Ok((models, per_node)) => (hosts, per_node, models),
             Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
         }
     };

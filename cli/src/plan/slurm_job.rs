@@ -82,12 +82,9 @@ fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The job's hosts, their models, and per host which model it uses.
-pub type JobNodes = (Vec<String>, Vec<Model>, Vec<usize>);
-
 /// The job's hosts, in Slurm's node order, and per host its model: the node's topology
 /// restricted to the CPUs Slurm gave the job there, named by the host.
-pub fn job_models(devices: bool) -> Result<JobNodes, String> {
+pub fn job_models(devices: bool) -> Result<(Vec<String>, Vec<Model>), String> {
     let job = crate::env("SLURM_JOB_ID").ok_or(
         "--from-slurm plans for the running Slurm job: run it inside salloc or sbatch (SLURM_JOB_ID is not set)",
     )?;
@@ -111,11 +108,13 @@ pub fn job_models(devices: bool) -> Result<JobNodes, String> {
         Command::new("scontrol").args(["show", "job", "-d", &job]),
         "scontrol show job -d",
     )?;
-    let cores =
-        job_cores(&detail, |h| threads.get(h).copied().unwrap_or(1)).map_err(|e| e.to_string())?;
+    let cores: HashMap<String, Vec<u32>> =
+        job_cores(&detail, |h| threads.get(h).copied().unwrap_or(1))
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .collect();
     let reports = probe(&hosts, devices)?;
     let mut models: Vec<Model> = Vec::new();
-    let mut per_node = Vec::new();
     for host in &hosts {
         let text = reports
             .get(host)
@@ -123,9 +122,8 @@ pub fn job_models(devices: bool) -> Result<JobNodes, String> {
         let node = cache::decode(text, &format!("the topology reported by {host}"), devices)
             .map_err(|e| e.to_string())?;
         let job_cores = cores
-            .iter()
-            .find(|(h, _)| h == host)
-            .map(|(_, c)| format_list(c))
+            .get(host)
+            .map(|c| format_list(c))
             .ok_or_else(|| format!("scontrol does not say which CPUs the job has on {host}"))?;
         let cpus =
             cores_to_cpus(&node.topology, &job_cores, None).map_err(|e| format!("{host}: {e}"))?;
@@ -136,10 +134,8 @@ pub fn job_models(devices: bool) -> Result<JobNodes, String> {
             .map_err(|e| format!("{host}: {e}"))?
             .with_name(host);
         models.push((t, node.locality));
-        let m = models.len() - 1;
-        per_node.push(m);
     }
-    Ok((hosts, models, per_node))
+    Ok((hosts, models))
 }
 
 /// Runs `lama node-report` once on every node of the job and returns each node's text.
