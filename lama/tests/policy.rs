@@ -19,7 +19,7 @@ fn xmls() -> Vec<PathBuf> {
 }
 
 /// The whole machine (some files allow only a few CPUs) and its GPUs.
-fn load(path: &PathBuf) -> (NodeTopology, Vec<PolicyGpu>) {
+fn load(path: &std::path::Path) -> (NodeTopology, Vec<PolicyGpu>) {
     let (node, loc) = NodeTopology::from_xml_file_with_devices(path, true).expect("topology");
     (node, gpus_of(&loc))
 }
