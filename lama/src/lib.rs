@@ -42,6 +42,7 @@ pub use level::Level;
 pub use topology::{NodeTopology, Span, TopologyError};
 pub mod mapper;
 pub mod openmp;
+pub mod policy;
 pub mod spec;
 
 pub use mapper::{plan, Placement, PlacementError, Plan};

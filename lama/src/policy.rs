@@ -1,0 +1,282 @@
+//! The automatic policy (`--lama-policy=auto`): a node's tasks placed with no map to write, from
+//! the node's topology, the CPUs and GPUs the step has there, and how many workers (threads)
+//! each task runs.
+//!
+//! - Tasks go to NUMA domains in proportion to the step's GPUs under each domain (jobs with GPUs)
+//!   or to the step's cores in each (jobs without), largest remainders first. With fewer tasks
+//!   than domains, each task gets a run of whole neighbouring domains instead.
+//! - Inside a domain, tasks get consecutive whole cores, one hardware thread per core, unless
+//!   tasks × workers exceed the domain's cores: then the fewest hardware threads per core that
+//!   fit.
+//! - Each task's GPUs are those of its domain, shared out evenly in rank order.
+//!
+//! Pure and deterministic: the same inputs give the same answer.
+
+use thiserror::Error;
+
+use crate::level::Level;
+use crate::topology::NodeTopology;
+
+/// Why the policy cannot place a node's tasks.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum PolicyError {
+    /// More tasks than the step has hardware threads on the node.
+    #[error("{tasks} tasks on a node where the step has {pus} hardware thread(s): the automatic policy never stacks tasks; ask for fewer tasks per node, or more CPUs")]
+    TooManyTasks {
+        /// Tasks on the node.
+        tasks: usize,
+        /// Hardware threads the step has there.
+        pus: usize,
+    },
+}
+
+/// A step GPU, for the policy: its device index and the CPUs of the object it hangs off.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyGpu {
+    /// Index into the node's devices.
+    pub device: usize,
+    /// OS indexes of the CPUs nearest it (its locality).
+    pub cpus: Vec<u32>,
+}
+
+/// One task's placement under the policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AutoTask {
+    /// Its CPUs, OS indexes, ascending.
+    pub cpus: Vec<u32>,
+    /// Its GPUs (device indexes), nearest first.
+    pub gpus: Vec<usize>,
+    /// The domains it lies in (indexes into [`domains`]).
+    pub domains: Vec<usize>,
+}
+
+/// A node's NUMA domains (else its sockets, else the node), each as its cores, each core as its
+/// PUs (OS indexes) in the node's order. Domains without a CPU of the step are left out.
+pub fn domains(node: &NodeTopology) -> Vec<Vec<Vec<u32>>> {
+    let level = [Level::Numa, Level::Socket]
+        .into_iter()
+        .find(|&l| node.has(l));
+    let spans = match level {
+        Some(l) => node.objects(l).to_vec(),
+        None => node.objects(Level::Node).to_vec(),
+    };
+    let cores = if node.has(Level::Core) {
+        node.objects(Level::Core).to_vec()
+    } else {
+        node.objects(Level::Hwthread).to_vec()
+    };
+    spans
+        .iter()
+        .map(|d| {
+            cores
+                .iter()
+                .filter(|c| d.contains(c))
+                .map(|&c| node.span_cpus(c))
+                .filter(|c| !c.is_empty())
+                .collect::<Vec<_>>()
+        })
+        .filter(|d: &Vec<Vec<u32>>| !d.is_empty())
+        .collect()
+}
+
+/// `total` shared out in proportion to `weights`, largest remainders first (ties to the first);
+/// no share above its `caps` entry, the excess going on to the others the same way.
+pub fn shares(total: usize, weights: &[u64], caps: &[usize]) -> Vec<usize> {
+    let mut out = vec![0usize; weights.len()];
+    let mut left = total;
+    let mut open: Vec<usize> = (0..weights.len()).filter(|&i| caps[i] > 0).collect();
+    while left > 0 && !open.is_empty() {
+        let sum: u64 = open.iter().map(|&i| weights[i]).sum();
+        let w = |i: usize| if sum == 0 { 1 } else { weights[i] };
+        let sum = if sum == 0 { open.len() as u64 } else { sum };
+        let mut given = vec![0usize; weights.len()];
+        let mut rems: Vec<(u64, usize)> = Vec::new();
+        let mut handed = 0;
+        for &i in &open {
+            let exact = left as u64 * w(i);
+            given[i] = (exact / sum) as usize;
+            handed += given[i];
+            rems.push((exact % sum, i));
+        }
+        rems.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        for &(_, i) in rems.iter().take(left - handed) {
+            given[i] += 1;
+        }
+        let mut spilled = 0;
+        for &i in &open {
+            let room = caps[i] - out[i];
+            let take = given[i].min(room);
+            out[i] += take;
+            spilled += given[i] - take;
+        }
+        left = spilled;
+        open.retain(|&i| out[i] < caps[i]);
+    }
+    out
+}
+
+/// Places `tasks` tasks of `workers` threads each on `node` (already restricted to the step's
+/// CPUs), with the step's `gpus` on the node.
+pub fn auto(
+    node: &NodeTopology,
+    gpus: &[PolicyGpu],
+    tasks: usize,
+    workers: usize,
+) -> Result<Vec<AutoTask>, PolicyError> {
+    let doms = domains(node);
+    let pus: usize = doms.iter().flatten().map(Vec::len).sum();
+    if tasks > pus {
+        return Err(PolicyError::TooManyTasks { tasks, pus });
+    }
+    if tasks == 0 {
+        return Ok(Vec::new());
+    }
+    // Each GPU belongs to the domain holding most of its CPUs (none: it is far from all).
+    let mut dom_gpus: Vec<Vec<usize>> = vec![Vec::new(); doms.len()];
+    let mut far = Vec::new();
+    for g in gpus {
+        let overlap = |d: &Vec<Vec<u32>>| {
+            d.iter()
+                .flatten()
+                .filter(|c| g.cpus.binary_search(c).is_ok())
+                .count()
+        };
+        match (0..doms.len()).max_by_key(|&d| (overlap(&doms[d]), std::cmp::Reverse(d))) {
+            Some(d) if overlap(&doms[d]) > 0 => dom_gpus[d].push(g.device),
+            _ => far.push(g.device),
+        }
+    }
+    let weights: Vec<u64> = if gpus.is_empty() || dom_gpus.iter().all(Vec::is_empty) {
+        doms.iter().map(|d| d.len() as u64).collect()
+    } else {
+        dom_gpus.iter().map(|g| g.len() as u64).collect()
+    };
+    let used: Vec<usize> = (0..doms.len()).filter(|&d| weights[d] > 0).collect();
+    if tasks < used.len() {
+        let mut out = grouped(&doms, &used, tasks);
+        share_gpus(&mut out, &dom_gpus, &far);
+        return Ok(out);
+    }
+    let caps: Vec<usize> = doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect();
+    let per_domain = shares(tasks, &weights, &caps);
+    let mut out = Vec::with_capacity(tasks);
+    for (d, &k) in per_domain.iter().enumerate() {
+        if k == 0 {
+            continue;
+        }
+        let cores = &doms[d];
+        let most = cores.iter().map(Vec::len).max().unwrap_or(1);
+        // The fewest hardware threads per core that fit every worker.
+        let smt = (1..=most)
+            .find(|&s| k * workers.max(1) <= cores.len() * s)
+            .unwrap_or(most)
+            .max(k.div_ceil(cores.len()));
+        let slots: Vec<u32> = cores
+            .iter()
+            .flat_map(|c| c.iter().take(smt).copied())
+            .collect();
+        for j in 0..k {
+            let (a, b) = (j * slots.len() / k, (j + 1) * slots.len() / k);
+            let mut cpus = slots[a..b].to_vec();
+            cpus.sort_unstable();
+            out.push(AutoTask {
+                cpus,
+                gpus: Vec::new(),
+                domains: vec![d],
+            });
+        }
+    }
+    share_gpus(&mut out, &dom_gpus, &far);
+    Ok(out)
+}
+
+/// The step's GPUs shared out evenly, in task order: with at least one per task, counts differ
+/// by at most one, each task taking its own domains' GPUs first, then those of the nearest
+/// other domains (by domain order), then the far ones; with fewer GPUs than tasks, each task
+/// shares one, of its own domains when they have any.
+fn share_gpus(tasks: &mut [AutoTask], dom_gpus: &[Vec<usize>], far: &[usize]) {
+    let total = dom_gpus.iter().map(Vec::len).sum::<usize>() + far.len();
+    let n = tasks.len();
+    if total == 0 || n == 0 {
+        return;
+    }
+    if total < n {
+        let all: Vec<usize> = dom_gpus.iter().flatten().chain(far).copied().collect();
+        let mut turn = vec![0usize; dom_gpus.len()];
+        for (j, t) in tasks.iter_mut().enumerate() {
+            let own: Vec<usize> = t
+                .domains
+                .iter()
+                .flat_map(|&d| dom_gpus[d].clone())
+                .collect();
+            let pick = match t.domains.first() {
+                Some(&d) if !own.is_empty() => {
+                    turn[d] += 1;
+                    own[(turn[d] - 1) % own.len()]
+                }
+                _ => all[j % all.len()],
+            };
+            t.gpus.push(pick);
+        }
+        return;
+    }
+    let mut pools: Vec<Vec<usize>> = dom_gpus.to_vec();
+    let mut far: Vec<usize> = far.to_vec();
+    let target = |j: usize| total / n + usize::from(j < total % n);
+    for (j, t) in tasks.iter_mut().enumerate() {
+        for &d in &t.domains.clone() {
+            while t.gpus.len() < target(j) && !pools[d].is_empty() {
+                t.gpus.push(pools[d].remove(0));
+            }
+        }
+    }
+    for (j, t) in tasks.iter_mut().enumerate() {
+        let home = t.domains.first().copied().unwrap_or(0);
+        let mut order: Vec<usize> = (0..pools.len()).collect();
+        order.sort_by_key(|&d| (d.abs_diff(home), d));
+        for d in order {
+            while t.gpus.len() < target(j) && !pools[d].is_empty() {
+                t.gpus.push(pools[d].remove(0));
+            }
+        }
+        while t.gpus.len() < target(j) && !far.is_empty() {
+            t.gpus.push(far.remove(0));
+        }
+    }
+}
+
+/// Fewer tasks than domains: each task takes a run of neighbouring domains, whole.
+fn grouped(doms: &[Vec<Vec<u32>>], used: &[usize], tasks: usize) -> Vec<AutoTask> {
+    (0..tasks)
+        .map(|j| {
+            let run = &used[j * used.len() / tasks..(j + 1) * used.len() / tasks];
+            let mut cpus: Vec<u32> = run
+                .iter()
+                .flat_map(|&d| doms[d].iter().filter_map(|c| c.first().copied()))
+                .collect();
+            cpus.sort_unstable();
+            AutoTask {
+                cpus,
+                gpus: Vec::new(),
+                domains: run.to_vec(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shares;
+
+    #[test]
+    fn largest_remainders_then_caps() {
+        // 7 over weights 1:1:2 is 1.75, 1.75, 3.5: floors 1,1,3, the two .75 remainders win.
+        assert_eq!(shares(7, &[1, 1, 2], &[9, 9, 9]), vec![2, 2, 3]);
+        // Ties go to the first.
+        assert_eq!(shares(1, &[1, 1], &[9, 9]), vec![1, 0]);
+        // A full domain hands its excess on in proportion.
+        assert_eq!(shares(6, &[4, 1, 1], &[2, 9, 9]), vec![2, 2, 2]);
+        // No weight anywhere: evenly.
+        assert_eq!(shares(4, &[0, 0], &[9, 9]), vec![2, 2]);
+    }
+}
