@@ -77,6 +77,7 @@ for r in "${releases[@]}"; do
     tests/slurm/configs.sh target/debug/lama "$plugin" $other
     tests/slurm/mpi.sh target/debug/lama "$plugin"
     tests/slurm/launchers.sh target/debug/lama "$plugin"
+    tests/slurm/policy.sh target/debug/lama "$plugin"
     tests/slurm/faults.sh target/debug/lama "$plugin"
     tests/slurm/load.sh target/debug/lama "$plugin"
     tests/slurm/scale.sh target/debug/lama "$plugin"

@@ -15,13 +15,16 @@
 use thiserror::Error;
 
 use crate::level::Level;
+use crate::locality::{Kind, Locality};
+use crate::mapper::plan;
+use crate::spec::{Expert, Request};
 use crate::topology::NodeTopology;
 
 /// Why the policy cannot place a node's tasks.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum PolicyError {
     /// More tasks than the step has hardware threads on the node.
-    #[error("{tasks} tasks on a node where the step has {pus} hardware thread(s): the automatic policy never stacks tasks; ask for fewer tasks per node, or more CPUs")]
+    #[error("{tasks} tasks on a node where the step has {pus} hardware thread(s): the automatic policy stacks tasks only when asked (--lama-oversubscribe); ask for fewer tasks per node, or more CPUs")]
     TooManyTasks {
         /// Tasks on the node.
         tasks: usize,
@@ -37,6 +40,24 @@ pub struct PolicyGpu {
     pub device: usize,
     /// OS indexes of the CPUs nearest it (its locality).
     pub cpus: Vec<u32>,
+}
+
+/// The step's GPUs on a node (`given`, device indexes; every GPU of the node when `None`), with
+/// the CPUs nearest each, for [`auto`].
+pub fn gpus_of(loc: &Locality, given: Option<&[usize]>) -> Vec<PolicyGpu> {
+    loc.candidates(Kind::Gpu, given)
+        .into_iter()
+        .map(|device| {
+            let mut cpus = loc
+                .devices()
+                .get(device)
+                .and_then(|d| loc.place(d.place))
+                .map(|p| p.cpus.to_vec())
+                .unwrap_or_default();
+            cpus.sort_unstable();
+            PolicyGpu { device, cpus }
+        })
+        .collect()
 }
 
 /// One task's placement under the policy.
@@ -117,15 +138,18 @@ pub fn shares(total: usize, weights: &[u64], caps: &[usize]) -> Vec<usize> {
 
 /// Places `tasks` tasks of `workers` threads each on `node` (already restricted to the step's
 /// CPUs), with the step's `gpus` on the node.
+/// With `stack`, more tasks than hardware threads share them (each task one hardware thread of
+/// its domain, round robin); without, that is an error.
 pub fn auto(
     node: &NodeTopology,
     gpus: &[PolicyGpu],
     tasks: usize,
     workers: usize,
+    stack: bool,
 ) -> Result<Vec<AutoTask>, PolicyError> {
     let doms = domains(node);
     let pus: usize = doms.iter().flatten().map(Vec::len).sum();
-    if tasks > pus {
+    if tasks > pus && !stack {
         return Err(PolicyError::TooManyTasks { tasks, pus });
     }
     if tasks == 0 {
@@ -157,7 +181,11 @@ pub fn auto(
         share_gpus(&mut out, &dom_gpus, &far);
         return Ok(out);
     }
-    let caps: Vec<usize> = doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect();
+    let caps: Vec<usize> = if tasks > pus {
+        vec![usize::MAX; doms.len()]
+    } else {
+        doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect()
+    };
     let per_domain = shares(tasks, &weights, &caps);
     let mut out = Vec::with_capacity(tasks);
     for (d, &k) in per_domain.iter().enumerate() {
@@ -177,7 +205,9 @@ pub fn auto(
             .collect();
         for j in 0..k {
             let (a, b) = (j * slots.len() / k, (j + 1) * slots.len() / k);
-            let mut cpus = slots[a..b].to_vec();
+            // Stacked (more tasks than slots): one hardware thread each, shared in turn.
+            let (a, b) = if a == b { (a, a + 1) } else { (a, b) };
+            let mut cpus = slots[a.min(slots.len() - 1)..b.min(slots.len())].to_vec();
             cpus.sort_unstable();
             out.push(AutoTask {
                 cpus,
@@ -262,6 +292,124 @@ fn grouped(doms: &[Vec<Vec<u32>>], used: &[usize], tasks: usize) -> Vec<AutoTask
             }
         })
         .collect()
+}
+
+/// What the policy chose on a node, in words: the domains used and their tasks, the weights'
+/// basis, CPUs per task and hardware threads per core, GPUs per task.
+pub fn describe(node: &NodeTopology, gpus: &[PolicyGpu], tasks: &[AutoTask]) -> String {
+    let doms = domains(node);
+    let kind = if node.has(Level::Numa) {
+        "NUMA domain"
+    } else if node.has(Level::Socket) {
+        "socket"
+    } else {
+        "node"
+    };
+    let mut per = vec![0usize; doms.len()];
+    for t in tasks {
+        for &d in &t.domains {
+            per[d] += 1;
+        }
+    }
+    let used: Vec<String> = per
+        .iter()
+        .filter(|&&k| k > 0)
+        .map(|k| k.to_string())
+        .collect();
+    let basis = if gpus.is_empty() {
+        "by the step's cores".to_string()
+    } else {
+        format!("by the step's {} GPU(s)", gpus.len())
+    };
+    let range = |v: Vec<usize>| match (v.iter().min(), v.iter().max()) {
+        (Some(a), Some(b)) if a == b => a.to_string(),
+        (Some(a), Some(b)) => format!("{a}-{b}"),
+        _ => "0".to_string(),
+    };
+    // Hardware threads per core a task uses: its CPUs over the cores they belong to.
+    let core_of = |c: &u32| {
+        doms.iter()
+            .flatten()
+            .position(|core| core.contains(c))
+            .unwrap_or(usize::MAX)
+    };
+    let smt = tasks
+        .iter()
+        .map(|t| {
+            let mut cores: Vec<usize> = t.cpus.iter().map(core_of).collect();
+            cores.dedup();
+            t.cpus.len().div_ceil(cores.len().max(1))
+        })
+        .max()
+        .unwrap_or(1);
+    let mut out = format!(
+        "{} task(s) over {} of {} {kind}(s) {basis} ({}), {} CPU(s) each, {smt} hardware thread(s) per core",
+        tasks.len(),
+        used.len(),
+        doms.len(),
+        used.join("+"),
+        range(tasks.iter().map(|t| t.cpus.len()).collect()),
+    );
+    let mut all: Vec<u32> = tasks.iter().flat_map(|t| t.cpus.iter().copied()).collect();
+    let bound = all.len();
+    all.sort_unstable();
+    all.dedup();
+    if all.len() < bound {
+        out.push_str(", tasks stacked on shared hardware threads (oversubscribed)");
+    }
+    if !gpus.is_empty() {
+        out.push_str(&format!(
+            ", {} GPU(s) each",
+            range(tasks.iter().map(|t| t.gpus.len()).collect())
+        ));
+    }
+    out
+}
+
+/// Expert options (`map`, `bind`, `mppr`) that give the same CPUs to every task on `node` as
+/// the policy did, when a common one does (checked by placing them).
+pub fn equivalent(node: &NodeTopology, tasks: &[AutoTask]) -> Option<[String; 3]> {
+    let n = tasks.len();
+    let first = tasks.first()?;
+    let width = first.cpus.len();
+    let mut binds = vec![
+        format!("{width}h"),
+        format!("{width}c"),
+        "1N".into(),
+        "1s".into(),
+    ];
+    binds.dedup();
+    let mut mpprs = vec![None];
+    for level in ["N", "s"] {
+        for k in 1..=n {
+            mpprs.push(Some(format!("{k}:{level}")));
+        }
+    }
+    for map in ["cNsbnh", "Ncsbnh", "csNbnh", "hcNsbn"] {
+        for bind in &binds {
+            for mppr in &mpprs {
+                let Ok(req) = Request::expert(
+                    &Expert {
+                        map: Some(map),
+                        bind: Some(bind),
+                        mppr: mppr.as_deref(),
+                        order: None,
+                    },
+                    Some(n),
+                    false,
+                ) else {
+                    continue;
+                };
+                let Ok(p) = plan(&[node], &req) else { continue };
+                let same = (0..n).all(|r| p.cpus(r, &[node]) == tasks[r].cpus);
+                if same {
+                    let m = mppr.clone().unwrap_or_else(|| "-".into());
+                    return Some([map.to_string(), bind.clone(), m]);
+                }
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 
 mod env;
+mod policy;
 pub use env::{env_name, ENV_PREFIX};
+pub use policy::mem_bind_conflict;
 
 use crate::openmp::{ProcBind, Threads};
 use crate::slurm_step::StepError;
@@ -23,7 +25,12 @@ pub struct OptionInfo {
 }
 
 /// Every user option, in `--help` order.
-pub const OPTIONS: [OptionInfo; 16] = [
+pub const OPTIONS: [OptionInfo; 18] = [
+    OptionInfo {
+        name: "policy",
+        arg: Some("auto|none"),
+        usage: "auto: place each node's tasks with no map to write (NUMA domains by the step's GPUs or cores, whole cores, GPUs shared out evenly, OpenMP threads); none: no policy (turns off a site default)",
+    },
     OptionInfo {
         name: "map",
         arg: Some("STR"),
@@ -95,6 +102,11 @@ pub const OPTIONS: [OptionInfo; 16] = [
         usage: "with --lama-threads: replace OMP_* variables the job already has (default: they win)",
     },
     OptionInfo {
+        name: "mem",
+        arg: Some("local|none"),
+        usage: "local: bind each task's memory to the NUMA domains of its CPUs (LAMA_MEMS); none: leave memory alone (default)",
+    },
+    OptionInfo {
         name: "verbose",
         arg: None,
         usage: "print each task's binding and node picture on stderr",
@@ -109,6 +121,10 @@ pub const OPTIONS: [OptionInfo; 16] = [
 /// Placement option values, from the user (`--lama-*`) or the admin (`plugstack.conf`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Options {
+    /// `policy`: `auto` or `none`
+    pub policy: Option<String>,
+    /// `mem`: `local` or `none`
+    pub mem: Option<String>,
     /// `map`
     pub map: Option<String>,
     /// `bind`
@@ -149,6 +165,8 @@ impl Options {
     pub fn set(&mut self, name: &str, value: Option<&str>) -> bool {
         let v = value.map(str::to_string);
         match name {
+            "policy" => self.policy = v,
+            "mem" => self.mem = v,
             "map" => self.map = v,
             "bind" => self.bind = v,
             "mppr" => self.mppr = v,
@@ -203,6 +221,8 @@ impl Options {
     pub fn any(&self) -> bool {
         self.oversubscribe
             || self.verbose
+            || self.policy.is_some()
+            || self.mem.is_some()
             || self.nics.is_some()
             || self.gpus.is_some()
             || self.gpu_visibility.is_some()
@@ -310,7 +330,9 @@ pub struct SettingInfo {
 }
 
 /// Every `plugstack.conf` argument, in manual-page order.
-pub const SETTINGS: [SettingInfo; 20] = [
+pub const SETTINGS: [SettingInfo; 22] = [
+    SettingInfo { key: "policy", value: "auto|none", meaning: "auto: every step is placed by the automatic policy unless it gives a map, --lama-policy=none or --lama-off (default none)" },
+    SettingInfo { key: "mem", value: "local|none", meaning: "default --lama-mem (default none)" },
     SettingInfo { key: "map", value: "STR", meaning: "default --lama-map" },
     SettingInfo { key: "bind", value: "WL", meaning: "default --lama-bind" },
     SettingInfo { key: "mppr", value: "LIST", meaning: "default --lama-mppr" },
@@ -428,6 +450,10 @@ impl Settings {
                     s.defaults.set(key, Some(value));
                 }
                 "omp-override" => s.defaults.omp_override = yes_no(key, value)?,
+                "policy" | "mem" => {
+                    policy::check_value(key, value).map_err(StepError::Setting)?;
+                    s.defaults.set(key, Some(value));
+                }
                 _ => {
                     let is_value_option = OPTIONS.iter().any(|o| o.name == key && o.arg.is_some());
                     if !is_value_option {
@@ -449,6 +475,7 @@ impl Settings {
             )));
         }
         build(d, None).map_err(|e| StepError::Setting(e.message("")))?;
+        policy::check_defaults(d)?;
         Ok(s)
     }
 
@@ -533,8 +560,14 @@ impl Settings {
     ///
     /// User options replace the defaults option by option when both are of the same kind
     /// (expert or simple); options of the other kind replace all the defaults.
+    ///
+    /// `None` too when the automatic policy places the step ([`Settings::auto`]).
     pub fn request(&self, user: &Options, np: Option<usize>) -> Result<Option<Request>, StepError> {
-        if user.off || (self.apply == Apply::Requested && !user.any()) {
+        if user.off || (self.apply == Apply::Requested && !user.any()) || self.auto(user)? {
+            return Ok(None);
+        }
+        // `--lama-policy=none` without a map: no placement, as without lama.
+        if user.policy.is_some() && user.kinds() == [false, false, true] {
             return Ok(None);
         }
         let (ue, us) = (user.expert_names(), user.simple_names());
@@ -554,6 +587,8 @@ impl Settings {
         };
         let pick = |u: &Option<String>, b: &Option<String>| u.clone().or_else(|| b.clone());
         let merged = Options {
+            policy: None,
+            mem: None,
             map: pick(&user.map, &base.map),
             bind: pick(&user.bind, &base.bind),
             mppr: pick(&user.mppr, &base.mppr),

@@ -18,8 +18,8 @@ use crate::taskmap::TaskMap;
 use crate::topology::NodeTopology;
 
 pub use crate::slurm_options::{
-    env_name, Apply, GpuVisibility, OptionInfo, Options, SettingInfo, Settings, ThreadRequest,
-    ENV_PREFIX, OMP_VARIABLES, OPTIONS, SETTINGS,
+    env_name, mem_bind_conflict, Apply, GpuVisibility, OptionInfo, Options, SettingInfo, Settings,
+    ThreadRequest, ENV_PREFIX, OMP_VARIABLES, OPTIONS, SETTINGS,
 };
 
 /// Why a step cannot be placed, in words for the user.
@@ -43,6 +43,9 @@ pub enum StepError {
     /// Devices could not be read or chosen.
     #[error("{0}")]
     Devices(String),
+    /// The automatic policy could not place the node's tasks.
+    #[error("{0}")]
+    Policy(#[from] crate::policy::PolicyError),
 }
 
 /// The CPUs (OS indexes) of the cores Slurm gave a step on a node (`S_STEP_ALLOC_CORES`, Slurm's
@@ -148,6 +151,81 @@ pub fn place_node(
             }
         })
         .collect())
+}
+
+/// One node's tasks placed by the automatic policy ([`crate::policy`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AutoPlaced {
+    /// The tasks, in rank order, as [`place_node`] gives them.
+    pub tasks: Vec<TaskBinding>,
+    /// Each task's GPUs (device indexes), nearest first.
+    pub gpus: Vec<Vec<usize>>,
+    /// What the policy chose, and the expert options that give the same CPUs, when some do.
+    pub summary: String,
+}
+
+/// Places one node's tasks with the automatic policy on the step's CPUs of `node`, given the
+/// step's GPUs there, `workers` threads per task, and whether tasks may share hardware threads
+/// (`stack`). `summary` asks for [`AutoPlaced::summary`], which costs more than placing.
+pub fn place_auto(
+    node: &NodeTopology,
+    step_cpus: &[u32],
+    gpus: &[crate::policy::PolicyGpu],
+    ranks: &[u32],
+    (workers, stack): (usize, bool),
+    pictures: bool,
+    summary: bool,
+) -> Result<AutoPlaced, StepError> {
+    let topo = &*node
+        .restricted(step_cpus)
+        .map_err(|e| StepError::Cpus(e.to_string()))?;
+    let allowed = if pictures { topo.cpus() } else { Vec::new() };
+    let mut sorted = ranks.to_vec();
+    sorted.sort_unstable();
+    let placed = crate::policy::auto(topo, gpus, sorted.len(), workers, stack)?;
+    let summary = if summary {
+        policy_summary(topo, gpus, &placed)
+    } else {
+        String::new()
+    };
+    let (tasks, gpus) = sorted
+        .iter()
+        .zip(placed)
+        .map(|(&rank, t)| {
+            let b = TaskBinding {
+                rank,
+                picture: pictures.then(|| node.picture_cpus(&t.cpus, &allowed)),
+                cpus: t.cpus,
+            };
+            (b, t.gpus)
+        })
+        .unzip();
+    Ok(AutoPlaced {
+        tasks,
+        gpus,
+        summary,
+    })
+}
+
+/// The policy's choice in words, with the expert options that give the same CPUs when some do.
+pub fn policy_summary(
+    topo: &NodeTopology,
+    gpus: &[crate::policy::PolicyGpu],
+    placed: &[crate::policy::AutoTask],
+) -> String {
+    let mut out = crate::policy::describe(topo, gpus, placed);
+    match crate::policy::equivalent(topo, placed) {
+        Some([map, bind, mppr]) => {
+            out.push_str(&format!(
+                "; the same CPUs as --lama-map={map} --lama-bind={bind}"
+            ));
+            if mppr != "-" {
+                out.push_str(&format!(" --lama-mppr={mppr}"));
+            }
+        }
+        None => out.push_str("; no --lama-map/--lama-bind/--lama-mppr gives the same CPUs"),
+    }
+    out
 }
 
 /// Checks that a step's task map puts exactly `ranks` on node `nodeid`: the task map comes from
@@ -335,6 +413,24 @@ pub fn choose_among(
         step_gpus,
         share_all: false,
     })
+}
+
+/// The devices of tasks the automatic policy placed: its GPUs (`gpus`, per task), and the
+/// `nics` nearest NICs chosen as [`choose_among`] does. `given` are the GPUs Slurm gave the step.
+pub fn auto_devices(
+    loc: &Locality,
+    tasks: &[TaskBinding],
+    gpus: &[Vec<usize>],
+    nics: usize,
+    weights: Option<&Weights>,
+    given: Option<AllowedGpus>,
+) -> Result<NodeDevices, StepError> {
+    let mut d = choose_among(loc, tasks, (nics, 0), weights, given)?;
+    for (p, g) in d.picks.iter_mut().zip(gpus) {
+        p.gpus = g.clone();
+    }
+    d.gpus = gpus.iter().any(|g| !g.is_empty());
+    Ok(d)
 }
 
 /// Each placed task's device environment ([`NodeDevices::env`]), in the order of `tasks`.

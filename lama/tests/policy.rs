@@ -50,7 +50,7 @@ fn invariants_on_every_machine() {
             let g: &[PolicyGpu] = if with_gpus { &gpus } else { &[] };
             for tasks in 1..=(2 * doms.len()).min(pus) {
                 let name = format!("{} tasks={tasks} gpus={}", path.display(), g.len());
-                let placed = auto(&node, g, tasks, 1).expect(&name);
+                let placed = auto(&node, g, tasks, 1, false).expect(&name);
                 assert_eq!(placed.len(), tasks, "{name}");
                 let mut all: Vec<u32> = placed.iter().flat_map(|t| t.cpus.clone()).collect();
                 let n = all.len();
@@ -109,8 +109,8 @@ fn same_answer_every_time() {
         .expect("DGX-2");
     let (node, gpus) = load(&path);
     // The file's CPU side is trimmed to 4 PUs: 4 tasks fill it (8 would stack tasks).
-    let a = auto(&node, &gpus, 4, 1).expect("place");
-    let b = auto(&node, &gpus, 4, 1).expect("place");
+    let a = auto(&node, &gpus, 4, 1, false).expect("place");
+    let b = auto(&node, &gpus, 4, 1, false).expect("place");
     assert_eq!(a, b);
     for t in &a {
         eprintln!(

@@ -388,6 +388,8 @@ fn every_documented_plugstack_argument_is_accepted() {
         "nics" | "gpus" | "threads" => "1",
         "omp-bind" => "close",
         "gpu-visibility" => "all",
+        "policy" => "auto",
+        "mem" => "local",
         "apply" => "always",
         "cache" => "/run/lama",
         "topology" | "weights" => "/some/file",

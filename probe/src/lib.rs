@@ -11,7 +11,9 @@
 use std::ffi::{c_char, c_int, CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Once;
+use std::sync::{Mutex, Once};
+
+use lama::hwloc::memory::Memory;
 
 use lama::cache::{encode, PROBE_DEVICES, PROBE_WHOLE};
 use lama::NodeTopology;
@@ -48,14 +50,68 @@ pub unsafe extern "C" fn lama_probe(
         // SAFETY: the caller passes a NUL-terminated string that outlives this call.
         Some(unsafe { CStr::from_ptr(xml) })
     };
-    static QUIET: Once = Once::new();
-    // A panic is reported as an error below; the default hook would print into the job's output.
-    QUIET.call_once(|| std::panic::set_hook(Box::new(|_| {})));
+    quiet();
     let answer = std::panic::catch_unwind(|| {
         read(
             path.map(|p| Path::new(OsStr::from_bytes(p.to_bytes()))),
             flags,
         )
+    })
+    .unwrap_or_else(|_| Err("internal error in lama's hwloc probe (a bug in lama)".into()));
+    let (rc, text) = match answer {
+        Ok(t) => (0, t),
+        Err(e) => (1, e),
+    };
+    let text = CString::new(text.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: `out` is non-null and points to storage for a pointer (the caller's contract).
+    unsafe { *out = text.into_raw() };
+    rc
+}
+
+/// This machine's (or the XML file's) NUMA nodes, loaded by the first call of a process and kept:
+/// slurmstepd loads them before it forks the tasks, which then bind without loading again.
+static MEMORY: Mutex<Option<Result<Memory, String>>> = Mutex::new(None);
+
+/// Binds the calling process's memory to the NUMA nodes local to the CPUs of `cpus` (a
+/// cpulist) and stores their list in `*out` (returning 0), or the reason it could not (returning
+/// 1); an empty `cpus` only loads the topology. With `xml` (a file path), the nodes are named,
+/// not bound. The string is the caller's, for [`lama_probe_free`]; -1 when `cpus` or `out` is null.
+///
+/// # Safety
+/// `xml` is null or a NUL-terminated string; `cpus` is a NUL-terminated string; `out` is null or
+/// points to storage for a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn lama_probe_mem(
+    xml: *const c_char,
+    cpus: *const c_char,
+    out: *mut *mut c_char,
+) -> c_int {
+    if out.is_null() || cpus.is_null() {
+        return -1;
+    }
+    // SAFETY: the caller passes NUL-terminated strings that outlive this call.
+    let (path, cpus) = unsafe {
+        (
+            (!xml.is_null()).then(|| CStr::from_ptr(xml)),
+            CStr::from_ptr(cpus),
+        )
+    };
+    quiet();
+    let answer = std::panic::catch_unwind(|| {
+        let list = cpus
+            .to_str()
+            .map_err(|_| "the CPU list is not text".to_string())?;
+        let cpus = lama::idset::parse_list(list).map_err(|e| e.to_string())?;
+        let mut memory = MEMORY.lock().unwrap_or_else(|p| p.into_inner());
+        let m = memory.get_or_insert_with(|| {
+            Memory::load(path.map(|p| Path::new(OsStr::from_bytes(p.to_bytes()))))
+                .map_err(|e| e.to_string())
+        });
+        let m = m.as_ref().map_err(Clone::clone)?;
+        if cpus.is_empty() {
+            return Ok(String::new());
+        }
+        m.bind(&cpus).map(|n| lama::idset::format_list(&n))
     })
     .unwrap_or_else(|_| Err("internal error in lama's hwloc probe (a bug in lama)".into()));
     let (rc, text) = match answer {
@@ -78,6 +134,12 @@ pub unsafe extern "C" fn lama_probe_free(s: *mut c_char) {
         // SAFETY: `s` came from `CString::into_raw` in `lama_probe` and is freed once.
         drop(unsafe { CString::from_raw(s) });
     }
+}
+
+/// A panic is reported as an error; the default hook would print into the job's output.
+fn quiet() {
+    static QUIET: Once = Once::new();
+    QUIET.call_once(|| std::panic::set_hook(Box::new(|_| {})));
 }
 
 fn read(xml: Option<&Path>, flags: u32) -> Result<String, String> {

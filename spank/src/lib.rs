@@ -29,6 +29,7 @@ use lama::taskmap::{rfc34, TaskMap};
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle};
 
 mod affinity;
+mod auto;
 mod exports;
 mod node;
 mod once;
@@ -129,6 +130,11 @@ struct Step {
     phases: Vec<(&'static str, Duration)>,
     /// When the current phase started.
     lap: Option<Instant>,
+    /// `--lama-mem=local`: bind each task's memory to its CPUs' NUMA nodes (`Some`; the XML
+    /// file under `topology=FILE`, where they are named, not bound).
+    mem: Option<Option<std::path::PathBuf>>,
+    /// What the automatic policy chose on this node, for `--lama-verbose`.
+    policy: Option<String>,
 }
 
 impl Step {
@@ -162,6 +168,7 @@ impl Lama {
         // A map left in the job's environment would describe another step.
         let _ = spank.unsetenv("TASK_MAP");
         let asked = !matches!(self.settings.request(&self.user, None), Ok(None))
+            || !matches!(self.settings.auto(&self.user), Ok(false))
             || !matches!(self.settings.devices(&self.user), Ok((0, 0)))
             || !matches!(self.settings.threads(&self.user), Ok(None));
         let note = asked.then(|| lama::launcher::daemon_note(what));
@@ -267,7 +274,14 @@ impl Lama {
         }
         st.local_ranks = ranks.clone();
         st.lap("TASK_MAP");
+        let auto = self.settings.auto(&self.user);
         match self.settings.request(&self.user, Some(ranks.len())) {
+            Ok(None) if matches!(auto, Ok(true)) => {
+                st.placing = true;
+                if let Err(e) = self.place_auto(spank, &ranks, &mut st) {
+                    st.failure = Some(e);
+                }
+            }
             Ok(None) => {}
             Ok(Some(req)) => {
                 st.placing = true;
@@ -276,6 +290,11 @@ impl Lama {
                 }
             }
             Err(e) => st.failure = Some(e.to_string()),
+        }
+        if st.placing && st.failure.is_none() {
+            if let Err(e) = self.prepare_memory(spank, &mut st) {
+                st.failure = Some(e);
+            }
         }
         self.room(spank, &mut st);
         st
@@ -313,21 +332,7 @@ impl Lama {
     ) -> std::result::Result<(), String> {
         let counts = self.settings.devices(&self.user).map_err(|e| e.to_string());
         let want_devices = matches!(counts, Ok(c) if c != (0, 0));
-        let (topo, usable, loc, source) = node::find(&self.settings, &st.host, want_devices)?;
-        st.lap(source);
-        let cores = spank
-            .step_alloc_cores()
-            .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
-        // Slurm's cores, and of those only CPUs this slurmstepd may use (its cgroup's cpuset).
-        // --hint=nomultithread and --threads-per-core=N: only the first N threads of each core.
-        let threads = spank
-            .getenv("SLURM_THREADS_PER_CORE")
-            .ok()
-            .flatten()
-            .and_then(|v| v.trim().parse::<u32>().ok());
-        let cpus = cores_to_cpus(&topo, cores, threads)
-            .and_then(|c| usable_cpus(c, &usable))
-            .map_err(|e| e.to_string())?;
+        let (topo, cpus, loc) = self.step_node(spank, st, want_devices)?;
         st.tasks = place_node(&topo, &cpus, req, ranks, st.verbose).map_err(|e| e.to_string())?;
         st.lap("placement");
         if let Some(t) = self
@@ -349,16 +354,7 @@ impl Lama {
         }
         let counts = counts?;
         if let Some(loc) = loc {
-            let weights = match &self.settings.weights {
-                Some(path) => {
-                    let text = lama::limits::read_text(path, lama::limits::MAX_WEIGHTS_BYTES)
-                        .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
-                    let w = Weights::parse(&text, &loc)
-                        .map_err(|e| format!("{}: {e}", path.display()))?;
-                    Some(w)
-                }
-                None => None,
-            };
+            let weights = self.weights(&loc)?;
             // Checked here with this node's own devices, so that a node without enough of them
             // fails the step before any task starts; each task chooses again with its GPUs.
             let visibility = self
@@ -378,6 +374,45 @@ impl Lama {
             st.lap("devices");
         }
         Ok(())
+    }
+}
+
+impl Lama {
+    /// The site's device weights (`weights=FILE`) for this node's devices.
+    fn weights(&self, loc: &Locality) -> std::result::Result<Option<Weights>, String> {
+        let Some(path) = &self.settings.weights else {
+            return Ok(None);
+        };
+        let text = lama::limits::read_text(path, lama::limits::MAX_WEIGHTS_BYTES)
+            .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
+        Weights::parse(&text, loc)
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The node's topology, the CPUs of the step there, and the node's devices when asked for.
+    fn step_node(
+        &self,
+        spank: &SpankHandle,
+        st: &mut Step,
+        devices: bool,
+    ) -> std::result::Result<(lama::NodeTopology, Vec<u32>, Option<Locality>), String> {
+        let (topo, usable, loc, source) = node::find(&self.settings, &st.host, devices)?;
+        st.lap(source);
+        let cores = spank
+            .step_alloc_cores()
+            .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
+        // Slurm's cores, and of those only CPUs this slurmstepd may use (its cgroup's cpuset).
+        // --hint=nomultithread and --threads-per-core=N: only the first N threads of each core.
+        let threads = spank
+            .getenv("SLURM_THREADS_PER_CORE")
+            .ok()
+            .flatten()
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        let cpus = cores_to_cpus(&topo, cores, threads)
+            .and_then(|c| usable_cpus(c, &usable))
+            .map_err(|e| e.to_string())?;
+        Ok((topo, cpus, loc))
     }
 }
 
@@ -482,6 +517,7 @@ unsafe impl Plugin for Lama {
             self.settings
                 .gpu_visibility(&self.user)
                 .map_err(|e| fail(&e.to_string()))?;
+            auto::check_in_srun(&self.settings, &self.user).map_err(|e| fail(&e))?;
         }
         Ok(())
     }

@@ -16,10 +16,12 @@ pub const FILE: &str = "liblama_probe.so";
 type ProbeFn = unsafe extern "C" fn(*const c_char, u32, *mut *mut c_char) -> c_int;
 type FreeFn = unsafe extern "C" fn(*mut c_char);
 type VersionFn = unsafe extern "C" fn() -> *const c_char;
+type MemFn = unsafe extern "C" fn(*const c_char, *const c_char, *mut *mut c_char) -> c_int;
 
 struct Helper {
     probe: ProbeFn,
     free: FreeFn,
+    mem: MemFn,
 }
 
 static HELPER: OnceLock<Result<Helper, String>> = OnceLock::new();
@@ -59,6 +61,44 @@ pub fn node(xml: Option<&Path>, devices: bool) -> Result<Node, String> {
         return Err(text);
     }
     decode(&text, "lama's hwloc helper's answer", devices).map_err(|e| e.to_string())
+}
+
+/// Binds this process's memory to the NUMA nodes local to `cpus` (a cpulist) with hwloc, and
+/// returns their list; with `xml`, names them without binding. An empty `cpus` loads the
+/// topology only: slurmstepd does that before it forks the tasks, so that each task binds
+/// without loading it again.
+pub fn mem(xml: Option<&Path>, cpus: &str) -> Result<String, String> {
+    let helper = HELPER.get_or_init(load).as_ref().map_err(Clone::clone)?;
+    let path = xml
+        .map(|p| CString::new(p.as_os_str().as_bytes()))
+        .transpose()
+        .map_err(|_| "the topology file's path contains a NUL byte".to_string())?;
+    let cpus = CString::new(cpus).map_err(|_| "a CPU list with a NUL byte".to_string())?;
+    let mut out: *mut c_char = std::ptr::null_mut();
+    // SAFETY: the helper's version matched ours (checked in `load`), so `mem` has this
+    // signature; `path` is null or a live C string, `cpus` a live C string, `out` a live slot.
+    let rc = unsafe {
+        (helper.mem)(
+            path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
+            cpus.as_ptr(),
+            &mut out,
+        )
+    };
+    if out.is_null() {
+        return Err(format!(
+            "lama's hwloc helper returned nothing (status {rc})"
+        ));
+    }
+    // SAFETY: the helper stored a NUL-terminated string it allocated, which we free below.
+    let text = unsafe { CStr::from_ptr(out) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: `out` came from the helper's `lama_probe_mem` and is freed once, by the helper.
+    unsafe { (helper.free)(out) };
+    if rc != 0 {
+        return Err(text);
+    }
+    Ok(text)
 }
 
 /// This plugin's folder, from the dynamic loader.
@@ -128,11 +168,12 @@ fn load() -> Result<Helper, String> {
     }
     // SAFETY: the same release as this plugin, whose lama_probe and lama_probe_free have these
     // signatures.
-    let (probe, free) = unsafe {
+    let (probe, free, mem) = unsafe {
         (
             std::mem::transmute::<*mut c_void, ProbeFn>(symbol(c"lama_probe")?),
             std::mem::transmute::<*mut c_void, FreeFn>(symbol(c"lama_probe_free")?),
+            std::mem::transmute::<*mut c_void, MemFn>(symbol(c"lama_probe_mem")?),
         )
     };
-    Ok(Helper { probe, free })
+    Ok(Helper { probe, free, mem })
 }

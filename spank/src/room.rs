@@ -146,7 +146,7 @@ fn collect_lama_variables(env: *const *const c_char) -> LamaVariables {
 
 /// What lama exports into a placed task: a task that starts a step of its own passes them on,
 /// where they would describe the outer task, so each step starts without them.
-pub const INHERITED: [&str; 3] = ["LAMA_CPUS", "LAMA_GPUS", "LAMA_NICS"];
+pub const INHERITED: [&str; 4] = ["LAMA_CPUS", "LAMA_GPUS", "LAMA_NICS", "LAMA_MEMS"];
 
 /// The MPI launcher daemon the step runs (its first argument, compared in place), if any.
 pub fn launcher_daemon() -> Option<&'static str> {

@@ -106,6 +106,12 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
         spank.unsetenv("TASK_MAP")?;
     }
     if let Some(p) = placed {
+        if let Some(policy) = st.policy.as_ref().filter(|_| first_task()) {
+            eprintln!(
+                "lama: policy auto on {} (node {}): {policy}",
+                st.host, st.nodeid
+            );
+        }
         if st.verbose {
             verbose(st, spank, &p, &vars, first_task());
         }
@@ -165,6 +171,15 @@ fn place(
                 .map(|j| st.tasks[j].cpus.as_slice())
                 .collect();
             cpus.extend(cpu_bind_env(&previous, &local));
+        }
+    }
+    if let Some(xml) = &st.mem {
+        match crate::probe::mem(xml.as_deref(), &list) {
+            Ok(nodes) => cpus.push(("LAMA_MEMS".to_string(), nodes)),
+            Err(e) => fatal(format!(
+                "cannot bind the memory of task {rank} on {} to the NUMA nodes of cpus {list}: {e}",
+                st.host
+            )),
         }
     }
     groups.push(Group::cpus(cpus));

@@ -1,6 +1,7 @@
 //! `lama plan`: reading the topologies, the request and the job's hosts, then planning.
 //! How a plan is shown (text, JSON, pictures) is in [`output`].
 
+mod auto;
 mod output;
 pub mod slurm_job;
 
@@ -77,6 +78,13 @@ pub struct PlanArgs {
     /// Number of processes (default: one full sweep, or K per object with ppr:K:level).
     #[arg(long, value_name = "N")]
     np: Option<usize>,
+    /// Place with the automatic policy, as --lama-policy=auto does: each node's ranks over its
+    /// NUMA domains by GPUs (or cores), whole cores, GPUs shared out evenly, OpenMP threads
+    /// (--threads N: N workers per rank). Ranks go to nodes in Slurm's block order; every GPU
+    /// of a node counts as the job's.
+    #[arg(long, value_name = "auto", value_parser = ["auto"],
+          conflicts_with_all = ["map", "bind", "mppr", "order", "map_by", "bind_to", "rank_by", "gpus", "nics", "slurm_hostfile"])]
+    policy: Option<String>,
     /// Expert map, e.g. csbnh (leftmost token changes fastest).
     #[arg(long, value_name = "STR")]
     map: Option<String>,
@@ -248,7 +256,7 @@ pub fn request(a: &PlanArgs) -> Result<Request, String> {
 type Model = (NodeTopology, Option<Locality>);
 
 fn load(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<Model>, String> {
-    let devices = a.nics > 0 || a.gpus > 0 || a.device_weights.is_some();
+    let devices = a.nics > 0 || a.gpus > 0 || a.device_weights.is_some() || a.policy.is_some();
     let mut models = Vec::new();
     for s in sources(a, m) {
         let (t, loc) = match s {
@@ -379,7 +387,8 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
     };
-    let devices_wanted = a.nics > 0 || a.gpus > 0 || a.device_weights.is_some();
+    let devices_wanted =
+        a.nics > 0 || a.gpus > 0 || a.device_weights.is_some() || a.policy.is_some();
     let (hosts, per_node, models) = if a.from_slurm {
         match slurm_job::job_models(devices_wanted) {
             // One model per host, in the job's order.
@@ -396,6 +405,12 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
             Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
         }
     };
+    if a.policy.is_some() {
+        return match auto::render(&a, &models, &per_node, threads) {
+            Ok(text) => write_out(&a, text),
+            Err((kind, e)) => fail(a.format.errors(), &kind, &e, None),
+        };
+    }
     let nodes: Vec<&NodeTopology> = per_node.iter().map(|&i| &models[i].0).collect();
     let p = match plan(&nodes, &req) {
         Ok(p) => p,
@@ -469,6 +484,11 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
             }
         }
     };
+    write_out(&a, text)
+}
+
+/// Writes the output to `--output` or standard output.
+fn write_out(a: &PlanArgs, text: String) -> ExitCode {
     match &a.output {
         Some(path) => match std::fs::write(path, text) {
             Ok(()) => ExitCode::SUCCESS,

@@ -5,6 +5,7 @@
 //! [`Locality`]: crate::locality::Locality
 
 pub mod devices;
+pub mod memory;
 pub mod topology;
 
 use std::path::Path;

@@ -102,6 +102,22 @@ impl Options {
         if let Some(v) = &self.gpu_visibility {
             GpuVisibility::parse(&env_name("gpu-visibility"), v).map_err(bad)?;
         }
+        for (key, v) in [("policy", &self.policy), ("mem", &self.mem)] {
+            if let Some(v) = v {
+                super::policy::check_value(&env_name(key), v).map_err(bad)?;
+            }
+        }
+        if self.policy.is_some() && (!e.is_empty() || !s.is_empty()) {
+            return Err(bad(format!(
+                "{} cannot be combined with the map variables ({}): set one or the other",
+                env_name("policy"),
+                e.iter()
+                    .chain(&s)
+                    .map(|n| env_name(n))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
         Ok(())
     }
 
@@ -110,16 +126,15 @@ impl Options {
     /// `plugstack.conf` defaults are. `SLURM_LAMA_OFF` holds only when the command line gives no
     /// option: `--lama-map` on the command line places even where the environment says off.
     pub fn over_env(self, env: Options) -> Options {
-        let (ce, cs) = (
-            !self.expert_names().is_empty(),
-            !self.simple_names().is_empty(),
-        );
-        let keep = (!ce && !cs)
-            || (ce && env.simple_names().is_empty())
-            || (cs && env.expert_names().is_empty());
+        // The environment's placement options stay when the command line gives none, or only
+        // options of the kinds (expert, simple, policy) the environment's are of.
+        let (c, e) = (self.kinds(), env.kinds());
+        let keep = c == [false; 3] || (0..3).all(|k| c[k] || !e[k]);
         let placement = |c: Option<String>, e: Option<String>| if keep { c.or(e) } else { c };
         let off = self.off || (env.off && !self.any());
         Options {
+            policy: placement(self.policy, env.policy),
+            mem: self.mem.or(env.mem),
             map: placement(self.map, env.map),
             bind: placement(self.bind, env.bind),
             mppr: placement(self.mppr, env.mppr),
@@ -156,8 +171,14 @@ mod tests {
         assert_eq!(env_name("gpu-visibility"), "SLURM_LAMA_GPU_VISIBILITY");
         // Never one of the variables lama exports into tasks.
         for o in OPTIONS {
-            assert!(!["LAMA_CPUS", "LAMA_GPUS", "LAMA_NICS", "TASK_MAP"]
-                .contains(&env_name(o.name).as_str()));
+            assert!(![
+                "LAMA_CPUS",
+                "LAMA_GPUS",
+                "LAMA_NICS",
+                "LAMA_MEMS",
+                "TASK_MAP"
+            ]
+            .contains(&env_name(o.name).as_str()));
         }
     }
 

@@ -1,0 +1,171 @@
+//! `lama plan --policy auto`: the automatic policy's placement, node by node, as the SPANK
+//! plugin and the Flux shell plugin compute it: the ranks in Slurm's block order over the nodes,
+//! every GPU of a node counted as the step's, `--threads` as each task's workers.
+
+use lama::idset::format_list;
+use lama::openmp::{plan_threads, ProcBind, ThreadPlan, Threads};
+use lama::policy::gpus_of;
+use lama::slurm_step::{place_auto, AutoPlaced};
+use lama::taskmap::{rfc34, TaskMap};
+use lama::NodeTopology;
+use serde_json::json;
+
+use super::{Model, PlanArgs, PlanFormat};
+
+/// One node's ranks, placed.
+struct NodePlan {
+    ranks: Vec<u32>,
+    placed: AutoPlaced,
+    places: Vec<ThreadPlan>,
+}
+
+/// Ranks per node, in Slurm's default block order: the first `np % nodes` nodes get one more.
+pub fn block(np: usize, nodes: usize) -> Vec<Vec<u32>> {
+    let mut next = 0u32;
+    (0..nodes)
+        .map(|n| {
+            let k = np / nodes + usize::from(n < np % nodes);
+            let r: Vec<u32> = (next..next + k as u32).collect();
+            next += k as u32;
+            r
+        })
+        .collect()
+}
+
+/// The plan's text or JSON, or why there is none.
+pub fn render(
+    a: &PlanArgs,
+    models: &[Model],
+    per_node: &[usize],
+    threads: Option<(Threads, ProcBind)>,
+) -> Result<String, (String, String)> {
+    if !matches!(a.format, PlanFormat::Text | PlanFormat::Json) {
+        return Err((
+            "invalid-option".into(),
+            "--policy auto prints text or json (--format text or --format json)".into(),
+        ));
+    }
+    let nodes: Vec<&NodeTopology> = per_node.iter().map(|&i| &models[i].0).collect();
+    let domains = |t: &NodeTopology| lama::policy::domains(t).len();
+    let np =
+        a.np.unwrap_or_else(|| nodes.iter().map(|t| domains(t)).sum());
+    let workers = match threads {
+        Some((Threads::Count(n), _)) => n as usize,
+        _ => 1,
+    };
+    let mut plans = Vec::new();
+    for (n, ranks) in block(np, nodes.len()).into_iter().enumerate() {
+        let node = nodes[n];
+        let gpus = models[per_node[n]]
+            .1
+            .as_ref()
+            .map(|loc| gpus_of(loc, None))
+            .unwrap_or_default();
+        let placed = place_auto(
+            node,
+            &node.cpus(),
+            &gpus,
+            &ranks,
+            (workers, a.oversubscribe),
+            true,
+            true,
+        )
+        .map_err(|e| ("placement".to_string(), format!("node {n}: {e}")))?;
+        let places = placed
+            .tasks
+            .iter()
+            .map(|t| {
+                let (count, bind) = match threads {
+                    Some((Threads::Count(k), b)) => (k, b),
+                    Some((Threads::Auto, b)) => (t.cpus.len() as u32, b),
+                    None => (t.cpus.len() as u32, ProcBind::default()),
+                };
+                plan_threads(node, t.rank, &t.cpus, Threads::Count(count), bind)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ("threads".to_string(), e.to_string()))?;
+        plans.push(NodePlan {
+            ranks,
+            placed,
+            places,
+        });
+    }
+    let node_of: Vec<u32> = plans
+        .iter()
+        .enumerate()
+        .flat_map(|(n, p)| p.ranks.iter().map(move |_| n as u32))
+        .collect();
+    let map = TaskMap::encode(&node_of);
+    let gpu_names = |n: usize, g: &[usize]| -> Vec<String> {
+        let loc = models[per_node[n]].1.as_ref();
+        g.iter()
+            .filter_map(|&d| loc.and_then(|l| l.devices().get(d)).map(|d| d.name.clone()))
+            .collect()
+    };
+    if a.format == PlanFormat::Json {
+        let mut ranks = Vec::new();
+        let mut summaries = Vec::new();
+        for (n, p) in plans.iter().enumerate() {
+            summaries.push(json!(p.placed.summary));
+            for (i, t) in p.placed.tasks.iter().enumerate() {
+                ranks.push(json!({
+                    "rank": t.rank,
+                    "node": n,
+                    "cpus": t.cpus,
+                    "gpus": gpu_names(n, &p.placed.gpus[i]),
+                    "threads": p.places[i].threads(),
+                    "places": p.places[i].places,
+                    "omp_proc_bind": p.places[i].bind.name(),
+                }));
+            }
+        }
+        let v = json!({
+            "policy": "auto",
+            "nodes": nodes.iter().map(|n| n.name()).collect::<Vec<_>>(),
+            "summary": summaries,
+            "ranks": ranks,
+            "taskmap": rfc34::to_value(&map),
+        });
+        return Ok(format!("{v}\n"));
+    }
+    let mut s = format!("policy auto  ->  {np} ranks on {} node(s)\n", nodes.len());
+    let width = np.saturating_sub(1).to_string().len();
+    for (n, p) in plans.iter().enumerate() {
+        s.push_str(&format!(
+            "node {n} ({}): {}\n",
+            nodes[n].name(),
+            p.placed.summary
+        ));
+        for (i, t) in p.placed.tasks.iter().enumerate() {
+            let gpus = gpu_names(n, &p.placed.gpus[i]);
+            let gpus = if gpus.is_empty() {
+                "-".to_string()
+            } else {
+                gpus.join(",")
+            };
+            let omp = &p.places[i];
+            s.push_str(&format!(
+                "  rank {:>width$}  {}  cpus {}  gpus {gpus}  threads {} {} places {}\n",
+                t.rank,
+                t.picture.as_deref().unwrap_or_default(),
+                format_list(&t.cpus),
+                omp.threads(),
+                omp.bind.name(),
+                omp.omp_places()
+            ));
+        }
+    }
+    s.push_str(&format!("TASK_MAP={}\n", rfc34::encode_wrapped(&map)));
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::block;
+
+    #[test]
+    fn block_order_puts_the_extra_ranks_first() {
+        assert_eq!(block(5, 2), vec![vec![0, 1, 2], vec![3, 4]]);
+        assert_eq!(block(2, 3), vec![vec![0], vec![1], vec![]]);
+    }
+}

@@ -1,0 +1,154 @@
+//! The automatic policy (`--lama-policy=auto`, `policy=auto`) and memory binding
+//! (`--lama-mem=local`) in the plugin: reading what the policy needs from Slurm (the step's
+//! CPUs and GPUs on the node, `--cpus-per-task`), and the checks srun makes before launch.
+//! The placement itself is `lama::policy`'s.
+
+use lama::locality::allowed_gpus;
+use lama::openmp::{plan_threads, ProcBind, Threads};
+use lama::policy::gpus_of;
+use lama::slurm_step::{auto_devices, mem_bind_conflict, place_auto, Options, Settings};
+
+use crate::{probe, Devices, Lama, Step};
+use slurm_spank::SpankHandle;
+
+/// What srun refuses before launch, once for the step: `--lama-mem=local` under Slurm's own
+/// memory binding, as srun reads it from its environment (`SLURM_MEM_BIND`, which sbatch and
+/// salloc export for `--mem-bind`). A `--mem-bind` on srun's own command line does not reach
+/// the plugin here: each node refuses it (`SLURM_MEM_BIND_TYPE`).
+#[cold]
+#[inline(never)]
+pub fn check_in_srun(settings: &Settings, user: &Options) -> Result<(), String> {
+    if !settings.mem(user).map_err(|e| e.to_string())? {
+        return Ok(());
+    }
+    let Ok(bind) = std::env::var("SLURM_MEM_BIND") else {
+        return Ok(());
+    };
+    let kind: Vec<&str> = bind
+        .split(',')
+        .map(str::trim)
+        .filter(|w| !matches!(*w, "verbose" | "v" | "quiet" | "q" | "prefer" | "sort" | ""))
+        .collect();
+    match mem_bind_conflict(Some(&kind.join(","))) {
+        Some(why) => Err(why.replace("SLURM_MEM_BIND_TYPE", "SLURM_MEM_BIND")),
+        None => Ok(()),
+    }
+}
+
+impl Lama {
+    /// Places this node's tasks with the automatic policy, with their GPUs (those Slurm gave
+    /// the step, read from the step's environment, which Slurm's GPU plugin writes before
+    /// `user_init`), `--lama-nics` and their OpenMP threads.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn place_auto(
+        &self,
+        spank: &SpankHandle,
+        ranks: &[u32],
+        st: &mut Step,
+    ) -> Result<(), String> {
+        let (topo, cpus, loc) = self.step_node(spank, st, true)?;
+        let loc = loc.ok_or("lama could not read this node's devices")?;
+        let get = |k: &str| spank.getenv(k).ok().flatten();
+        // Under --gpus-per-task or --gpu-bind, Slurm's variables do not name the step's GPUs:
+        // the policy then weighs the domains by cores and leaves the GPUs to Slurm, and says so.
+        let given = match allowed_gpus(&loc, get) {
+            Ok(g) => g,
+            Err(e) => {
+                if st.nodeid == 0 && st.warning.is_none() {
+                    st.warning = Some(format!(
+                        "the automatic policy places by cores and leaves this step's GPUs to Slurm: {e}"
+                    ));
+                }
+                None
+            }
+        };
+        // A step Slurm gave no GPUs has none: under the policy, every GPU is one Slurm gave.
+        let gpus = match &given {
+            Some(g) => gpus_of(&loc, Some(&g.devices)),
+            None => Vec::new(),
+        };
+        let threads = self
+            .settings
+            .threads(&self.user)
+            .map_err(|e| e.to_string())?;
+        let per_task = get("SLURM_CPUS_PER_TASK").and_then(|v| v.trim().parse::<usize>().ok());
+        let workers = match threads.map(|t| t.threads) {
+            Some(Threads::Count(n)) => n as usize,
+            _ => per_task.unwrap_or(1),
+        };
+        let stack = self.user.oversubscribe || self.settings.defaults.oversubscribe;
+        let placed = place_auto(
+            &topo,
+            &cpus,
+            &gpus,
+            ranks,
+            (workers, stack),
+            st.verbose,
+            st.verbose,
+        )
+        .map_err(|e| e.to_string())?;
+        st.lap("placement");
+        st.policy = st.verbose.then(|| placed.summary.clone());
+        st.tasks = placed.tasks;
+        // One OpenMP thread per CPU the policy gave (one per core unless workers outnumber
+        // cores), unless --lama-threads says otherwise.
+        let bind = threads.map_or(ProcBind::default(), |t| t.bind);
+        st.omp = st
+            .tasks
+            .iter()
+            .map(|task| {
+                let n = match threads.map(|t| t.threads) {
+                    Some(Threads::Count(n)) => Threads::Count(n),
+                    _ => Threads::Count(task.cpus.len() as u32),
+                };
+                plan_threads(&topo, task.rank, &task.cpus, n, bind)
+                    .map(|p| p.env())
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<_, _>>()?;
+        st.omp_replace = threads.is_some_and(|t| t.replace);
+        let (nics, _) = self
+            .settings
+            .devices(&self.user)
+            .map_err(|e| e.to_string())?;
+        if nics > 0 || !gpus.is_empty() {
+            let weights = self.weights(&loc)?;
+            let visibility = self
+                .settings
+                .gpu_visibility(&self.user)
+                .map_err(|e| e.to_string())?;
+            let chosen = auto_devices(&loc, &st.tasks, &placed.gpus, nics, weights.as_ref(), given)
+                .map_err(|e| e.to_string())?
+                .sharing(visibility);
+            st.devices = Some(Devices {
+                loc,
+                weights,
+                counts: (nics, 0),
+                visibility,
+                chosen: Some(chosen),
+            });
+        }
+        st.lap("devices");
+        Ok(())
+    }
+
+    /// `--lama-mem=local`: refused under Slurm's `--mem-bind`; otherwise hwloc's view of the
+    /// node is loaded here, before the tasks fork, so that each task binds without loading it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn prepare_memory(&self, spank: &SpankHandle, st: &mut Step) -> Result<(), String> {
+        if !self.settings.mem(&self.user).map_err(|e| e.to_string())? {
+            return Ok(());
+        }
+        let slurm = spank.getenv("SLURM_MEM_BIND_TYPE").ok().flatten();
+        if let Some(why) = mem_bind_conflict(slurm.as_deref()) {
+            return Err(why);
+        }
+        let xml = self.settings.topology.clone();
+        probe::mem(xml.as_deref(), "")?;
+        st.mem = Some(xml);
+        st.lap("memory");
+        Ok(())
+    }
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# The automatic policy on the real sandbox cluster: --lama-policy=auto and the site default
+# policy=auto, on nodes declared as the POWER8 XML with 4 fake GPUs through GRES, for 1, 2, 4
+# and 8 tasks per node, GPU and CPU-only steps, whole (--exclusive) and shared nodes; then
+# --lama-mem=local on the machine's own topology, seen from inside the task.
+# Usage: tests/slurm/policy.sh LAMA_BINARY PLUGIN_SO (restarts the cluster; the caller stops it).
+# Expected placements are worked out by hand from the XML below, not from lama.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh" "$@"
+
+x3=$top/tests/topologies/power8gpudistances.xml
+cluster LAMA_SANDBOX_TOPOLOGY="$x3" LAMA_SANDBOX_GPUS=4 LAMA_SANDBOX_CONSTRAIN_DEVICES=1
+plugstack "required $plugin topology=$x3"
+release=$(srun --version | awk '{print $2}')
+echo "# Slurm $release: the automatic policy on nodes declared as the POWER8 XML, 4 fake GPUs"
+cat > "$work/task.sh" <<'EOF'
+echo "$SLURM_PROCID ${LAMA_CPUS:-none} ${LAMA_GPUS:-none} ${OMP_NUM_THREADS:-none} ${TASK_MAP:+map}"
+EOF
+# The XML: package 0 is NUMA node 0 with cores whose first hardware threads are 0,8,16,24 and GPUs
+# cuda0-1; package 1 is NUMA node 1 with 80,88,96,104 and cuda2-3. Each task gets whole cores
+# of one domain, one hardware thread each, the domains shared in proportion (equal here).
+first=(0 8 16 24 80 88 96 104)
+want_for() { # tasks gpus(yes|no)
+  local k=$1 g=$2 t per lines="" gp
+  for ((t = 0; t < k; t++)); do
+    per=$((8 / k))
+    cpus=$(IFS=,; echo "${first[*]:t*per:per}")
+    if [ "$g" = no ]; then gp=none
+    elif [ "$k" = 1 ]; then gp=cuda0,cuda1,cuda2,cuda3
+    elif [ "$k" = 2 ]; then gp=cuda$((2 * t)),cuda$((2 * t + 1))
+    elif [ "$k" = 4 ]; then gp=cuda$t
+    else gp=cuda$(( (t / 4) * 2 + t % 2 )); fi
+    lines+="$t $cpus $gp $per map"$'\n'
+  done
+  printf '%s' "$lines"
+}
+for k in 1 2 4 8; do
+  for g in yes no; do
+    gres=""; [ "$g" = yes ] && gres="--gres=gpu:4"
+    got=$(timeout 120 salloc -N1 -w n1 --exclusive $gres srun -n$k --lama-policy=auto bash "$work/task.sh" 2>"$work/err" | sort -n)
+    want=$(want_for "$k" "$g")
+    if [ "$got" = "$want" ]; then ok "policy auto, whole node, $k task(s), GPUs $g: domains shared evenly, whole cores, GPUs of each task's own package"
+    else not_ok "policy auto, whole node, $k task(s), GPUs $g" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+  done
+done
+# Shared node: a step of 2 tasks and 2 GPUs gets one core (two hardware threads) and GPUs Slurm
+# chose; each task gets one thread of it and one of those GPUs, never another.
+slurm=$(run -N1 -w n1 -n2 --gres=gpu:2 --lama-off bash -c 'echo ${SLURM_STEP_GPUS:-none}' 2>/dev/null | sort -u)
+got=$(run -N1 -w n1 -n2 --gres=gpu:2 --lama-policy=auto bash "$work/task.sh" 2>"$work/err" | sort -n)
+# Slurm chooses the core: its two hardware threads are c and c+1 in the XML's numbering.
+read -r a ca ga _ <<<"$(sed -n 1p <<<"$got")"; read -r b cb gb _ <<<"$(sed -n 2p <<<"$got")"
+if [ "$a $b" = "0 1" ] && [ "$cb" = "$((ca + 1))" ] && [ "$ga $gb" = "cuda0 cuda1" ] && [ "$slurm" = "0,1" ]; then ok "policy auto on a shared node: one hardware thread and one of the step's GPUs (0,1) per task"
+else not_ok "policy auto on a shared node" "step GPUs: $slurm" "$got" "$(cat "$work/err")"; fi
+# --lama-verbose says what the policy chose, once per node.
+out=$(timeout 120 salloc -N1 -w n1 --exclusive --gres=gpu:4 srun -n4 --lama-policy=auto --lama-verbose true 2>&1)
+if [ "$(grep -c '^lama: policy auto on n1 (node 0): 4 task(s) over 2 of 2 NUMA domain(s) by the step.s 4 GPU(s) (2+2), 2 CPU(s) each' <<<"$out")" = 1 ]; then
+  ok "--lama-verbose says once what the policy chose"
+else not_ok "--lama-verbose with the policy" "$out"; fi
+refused "policy with a map" "--lama-policy=auto places the tasks itself and cannot be combined with --lama-map" -N1 -n2 --lama-policy=auto --lama-map=csbnh
+refused "policy with --lama-gpus" "--lama-gpus cannot be used here" -N1 -n2 --lama-policy=auto --lama-gpus=1
+refused "bad --lama-policy" "invalid --lama-policy 'best'; valid: auto" -N1 -n1 --lama-policy=best
+SLURM_LAMA_POLICY=best refused "bad SLURM_LAMA_POLICY" "SLURM_LAMA_POLICY" -N1 -n1
+# A job of one core (two hardware threads) running three tasks: refused, unless stacking is asked.
+out=$(timeout 120 salloc -N1 -w n1 -n1 srun -n3 --overcommit --lama-policy=auto bash -c 'echo TASK-RAN' 2>&1)
+if grep -q "3 tasks on a node where the step has 2 hardware thread(s): the automatic policy stacks tasks only when asked" <<<"$out" && ! grep -q TASK-RAN <<<"$out"; then
+  ok "policy auto: more tasks than hardware threads refused, no task ran"
+else not_ok "policy auto: more tasks than hardware threads" "$out"; fi
+got=$(timeout 120 salloc -N1 -w n1 -n1 srun -n3 --overcommit --lama-policy=auto --lama-oversubscribe bash -c 'echo $SLURM_PROCID ${LAMA_CPUS:-none}' 2>"$work/err" | sort -n)
+read -r _ c0 <<<"$(sed -n 1p <<<"$got")"; read -r _ c1 <<<"$(sed -n 2p <<<"$got")"; read -r _ c2 <<<"$(sed -n 3p <<<"$got")"
+if [ "$c0" = "$c1" ] && [ "$c2" = "$((c0 + 1))" ]; then ok "policy auto with --lama-oversubscribe: three tasks stacked on the core's two hardware threads ($c0, $c1, $c2)"
+else not_ok "policy auto with --lama-oversubscribe" "$got" "$(cat "$work/err")"; fi
+
+echo "# Slurm $release: the site default policy=auto"
+plugstack "required $plugin topology=$x3 policy=auto"
+cat > "$work/site.sh" <<'EOF'
+echo "$SLURM_PROCID ${LAMA_CPUS:-none} ${TASK_MAP:+map}"
+EOF
+got=$(timeout 120 salloc -N1 -w n1 --exclusive srun -n2 bash "$work/site.sh" 2>"$work/err" | sort -n)
+if [ "$got" = "0 0,8,16,24 map
+1 80,88,96,104 map" ]; then ok "site policy=auto places a step that asks nothing"
+else not_ok "site policy=auto" "$got" "$(cat "$work/err")"; fi
+got=$(timeout 120 salloc -N1 -w n1 --exclusive srun -n2 --lama-map=cNsbnh --lama-bind=1c bash "$work/site.sh" 2>"$work/err" | sort -n)
+if [ "$got" = "0 0-1 map
+1 8-9 map" ]; then ok "site policy=auto: a user's map replaces it"
+else not_ok "site policy=auto with a user's map" "$got" "$(cat "$work/err")"; fi
+for how in "--lama-policy=none" "--export=ALL,SLURM_LAMA_POLICY=none"; do
+  got=$(run -N1 -w n1 -n2 $how bash "$work/site.sh" 2>"$work/err" | sort -n)
+  if [ "$got" = "0 none map
+1 none map" ]; then ok "site policy=auto: $how leaves the step to Slurm, TASK_MAP kept"
+  else not_ok "site policy=auto with $how" "$got" "$(cat "$work/err")"; fi
+done
+for how in "--lama-off" "--export=ALL,SLURM_LAMA_OFF=1"; do
+  got=$(run -N1 -w n1 -n2 $how bash "$work/site.sh" 2>"$work/err" | sort -n)
+  if [ "$(sed 's/ *$//' <<<"$got")" = "0 none
+1 none" ]; then ok "site policy=auto: $how wins (no placement, no TASK_MAP)"
+  else not_ok "site policy=auto with $how" "$got" "$(cat "$work/err")"; fi
+done
+
+echo "# Slurm $release: --lama-mem=local on the machine's own topology"
+cluster
+plugstack "required $plugin"
+# The policy of the task's memory, as the kernel reports it for its mappings (numa_maps: "bind:N"
+# under a binding, "default" otherwise); Mems_allowed_list is the cpuset's, not the binding.
+cat > "$work/mem.sh" <<'EOF'
+echo "$SLURM_PROCID ${LAMA_MEMS:-none} $(awk 'NR == 1 {print $2}' /proc/self/numa_maps)"
+EOF
+nodes=$(cat /sys/devices/system/node/online 2>/dev/null || echo 0)
+got=$(run -N1 -n2 --lama-policy=auto --lama-mem=local bash "$work/mem.sh" 2>"$work/err" | sort -n)
+if [ "$got" = "0 $nodes bind:$nodes
+1 $nodes bind:$nodes" ]; then ok "--lama-mem=local: each task's memory bound to the NUMA node of its CPUs ($nodes), seen in /proc/self/numa_maps"
+else not_ok "--lama-mem=local" "$got" "$(cat "$work/err")"; fi
+got=$(run -N1 -n2 --lama-policy=auto bash "$work/mem.sh" 2>"$work/err" | sort -n)
+if [ "$got" = "0 none default
+1 none default" ]; then ok "without --lama-mem the tasks' memory policy is the default"
+else not_ok "without --lama-mem" "$got" "$(cat "$work/err")"; fi
+got=$(run -N1 -n1 --lama-map=csbnh --lama-bind=1c --lama-mem=local bash "$work/mem.sh" 2>"$work/err")
+if [ "$got" = "0 $nodes bind:$nodes" ]; then ok "--lama-mem=local with an expert map"
+else not_ok "--lama-mem=local with an expert map" "$got" "$(cat "$work/err")"; fi
+refused "--lama-mem=local with Slurm's --mem-bind" "cannot be used with Slurm's --mem-bind=local" -N1 -n1 --lama-policy=auto --lama-mem=local --mem-bind=local
+refused "bad --lama-mem" "invalid --lama-mem 'far'; valid: local" -N1 -n1 --lama-mem=far
