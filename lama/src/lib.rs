@@ -11,6 +11,7 @@
 //! | `hwloc` | reading topologies and devices with hwloc (the only module that calls it; feature `hwloc`) |
 //! | [`spec`], [`mapper`] | the user's request; the odometer that places ranks |
 //! | [`openmp`] | OpenMP threads inside a task, places drawn from its binding |
+//! | [`policy`] | the automatic policy: a node's tasks placed with no map (NUMA domains, cores, GPUs) |
 //! | [`locality`] | NICs and GPUs, their distances, nearest-device choice |
 //! | [`taskmap`], [`slurm_layout`], [`hostfile`] | task maps, Slurm's layouts and host files |
 //! | [`step_map`] | a step's task map without one entry per task (what every node computes) |
