@@ -563,12 +563,15 @@ impl Settings {
     ///
     /// `None` too when the automatic policy places the step ([`Settings::auto`]).
     pub fn request(&self, user: &Options, np: Option<usize>) -> Result<Option<Request>, StepError> {
-        if user.off || (self.apply == Apply::Requested && !user.any()) || self.auto(user)? {
+        if user.off || (self.apply == Apply::Requested && !user.any()) {
             return Ok(None);
         }
-        // `--lama-policy=none` without a map: no placement, as without lama.
-        if user.policy.is_some() && user.kinds() == [false, false, true] {
-            return Ok(None);
+        // Checked only where a policy was named: the usual step stays on the short path.
+        if user.policy.is_some() || self.defaults.policy.is_some() {
+            // `--lama-policy=none` without a map: no placement, as without lama.
+            if self.auto(user)? || (user.policy.is_some() && user.kinds() == [false, false, true]) {
+                return Ok(None);
+            }
         }
         let (ue, us) = (user.expert_names(), user.simple_names());
         if let (Some(e), Some(s)) = (ue.first(), us.first()) {

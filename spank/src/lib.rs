@@ -274,7 +274,13 @@ impl Lama {
         }
         st.local_ranks = ranks.clone();
         st.lap("TASK_MAP");
-        let auto = self.settings.auto(&self.user);
+        // Only where a policy was named: the usual step stays on the short path (spank/hot.ld).
+        let named = self.user.policy.is_some() || self.settings.defaults.policy.is_some();
+        let auto = if named {
+            self.settings.auto(&self.user)
+        } else {
+            Ok(false)
+        };
         match self.settings.request(&self.user, Some(ranks.len())) {
             Ok(None) if matches!(auto, Ok(true)) => {
                 st.placing = true;
