@@ -126,12 +126,8 @@ pub fn place_node(
     ranks: &[u32],
     pictures: bool,
 ) -> Result<Vec<TaskBinding>, StepError> {
-    let topo = &*node
-        .restricted(step_cpus)
-        .map_err(|e| StepError::Cpus(e.to_string()))?;
-    let allowed = if pictures { topo.cpus() } else { Vec::new() };
-    let mut sorted = ranks.to_vec();
-    sorted.sort_unstable();
+    let (topo, allowed, sorted) = on_step_cpus(node, step_cpus, ranks, pictures)?;
+    let topo = &*topo;
     let mut req = request.clone();
     req.np = Some(sorted.len());
     if sorted.is_empty() {
@@ -151,6 +147,26 @@ pub fn place_node(
             }
         })
         .collect())
+}
+
+/// What [`on_step_cpus`] gives: the restricted node, the CPUs drawn as allowed, the ranks.
+type OnStepCpus<'a> = (std::borrow::Cow<'a, NodeTopology>, Vec<u32>, Vec<u32>);
+
+/// The node restricted to the step's CPUs, those CPUs when pictures are drawn (else none), and
+/// the node's ranks in ascending order: what both kinds of placement start from.
+fn on_step_cpus<'a>(
+    node: &'a NodeTopology,
+    step_cpus: &[u32],
+    ranks: &[u32],
+    pictures: bool,
+) -> Result<OnStepCpus<'a>, StepError> {
+    let topo = node
+        .restricted(step_cpus)
+        .map_err(|e| StepError::Cpus(e.to_string()))?;
+    let allowed = if pictures { topo.cpus() } else { Vec::new() };
+    let mut sorted = ranks.to_vec();
+    sorted.sort_unstable();
+    Ok((topo, allowed, sorted))
 }
 
 /// One node's tasks placed by the automatic policy ([`crate::policy`]).
@@ -176,12 +192,8 @@ pub fn place_auto(
     pictures: bool,
     summary: bool,
 ) -> Result<AutoPlaced, StepError> {
-    let topo = &*node
-        .restricted(step_cpus)
-        .map_err(|e| StepError::Cpus(e.to_string()))?;
-    let allowed = if pictures { topo.cpus() } else { Vec::new() };
-    let mut sorted = ranks.to_vec();
-    sorted.sort_unstable();
+    let (topo, allowed, sorted) = on_step_cpus(node, step_cpus, ranks, pictures)?;
+    let topo = &*topo;
     let placed = crate::policy::auto(topo, gpus, sorted.len(), workers, stack)?;
     let summary = if summary {
         policy_summary(topo, gpus, &placed)

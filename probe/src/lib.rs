@@ -58,14 +58,8 @@ pub unsafe extern "C" fn lama_probe(
         )
     })
     .unwrap_or_else(|_| Err("internal error in lama's hwloc probe (a bug in lama)".into()));
-    let (rc, text) = match answer {
-        Ok(t) => (0, t),
-        Err(e) => (1, e),
-    };
-    let text = CString::new(text.replace('\0', " ")).unwrap_or_default();
     // SAFETY: `out` is non-null and points to storage for a pointer (the caller's contract).
-    unsafe { *out = text.into_raw() };
-    rc
+    unsafe { give(answer, out) }
 }
 
 /// This machine's (or the XML file's) NUMA nodes, loaded by the first call of a process and kept:
@@ -114,14 +108,8 @@ pub unsafe extern "C" fn lama_probe_mem(
         m.bind(&cpus).map(|n| lama::idset::format_list(&n))
     })
     .unwrap_or_else(|_| Err("internal error in lama's hwloc probe (a bug in lama)".into()));
-    let (rc, text) = match answer {
-        Ok(t) => (0, t),
-        Err(e) => (1, e),
-    };
-    let text = CString::new(text.replace('\0', " ")).unwrap_or_default();
     // SAFETY: `out` is non-null and points to storage for a pointer (the caller's contract).
-    unsafe { *out = text.into_raw() };
-    rc
+    unsafe { give(answer, out) }
 }
 
 /// Frees a string [`lama_probe`] returned; null is ignored.
@@ -134,6 +122,22 @@ pub unsafe extern "C" fn lama_probe_free(s: *mut c_char) {
         // SAFETY: `s` came from `CString::into_raw` in `lama_probe` and is freed once.
         drop(unsafe { CString::from_raw(s) });
     }
+}
+
+/// Stores the answer's text (or the reason) in `*out` for the caller to free with
+/// [`lama_probe_free`], and returns 0 for an answer, 1 for a reason.
+///
+/// # Safety
+/// `out` is non-null and points to storage for a pointer.
+unsafe fn give(answer: Result<String, String>, out: *mut *mut c_char) -> c_int {
+    let (rc, text) = match answer {
+        Ok(t) => (0, t),
+        Err(e) => (1, e),
+    };
+    let text = CString::new(text.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: the caller's contract: `out` points to storage for a pointer.
+    unsafe { *out = text.into_raw() };
+    rc
 }
 
 /// A panic is reported as an error; the default hook would print into the job's output.

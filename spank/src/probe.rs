@@ -29,37 +29,13 @@ static HELPER: OnceLock<Result<Helper, String>> = OnceLock::new();
 /// The node at `xml`, or this machine (every CPU, with the ones this process may use) when
 /// `xml` is `None`; with its devices when `devices`.
 pub fn node(xml: Option<&Path>, devices: bool) -> Result<Node, String> {
-    let helper = HELPER.get_or_init(load).as_ref().map_err(Clone::clone)?;
-    let path = xml
-        .map(|p| CString::new(p.as_os_str().as_bytes()))
-        .transpose()
-        .map_err(|_| "the topology file's path contains a NUL byte".to_string())?;
     let flags =
         if devices { PROBE_DEVICES } else { 0 } | if xml.is_none() { PROBE_WHOLE } else { 0 };
-    let mut out: *mut c_char = std::ptr::null_mut();
-    // SAFETY: the helper's version matched ours (checked in `load`), so `probe` has this
-    // signature; `path` is null or a live C string, `out` a live pointer slot.
-    let rc = unsafe {
-        (helper.probe)(
-            path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
-            flags,
-            &mut out,
-        )
-    };
-    if out.is_null() {
-        return Err(format!(
-            "lama's hwloc helper returned nothing (status {rc})"
-        ));
-    }
-    // SAFETY: the helper stored a NUL-terminated string it allocated, which we free below.
-    let text = unsafe { CStr::from_ptr(out) }
-        .to_string_lossy()
-        .into_owned();
-    // SAFETY: `out` came from the helper's `lama_probe` and is freed once, by the helper.
-    unsafe { (helper.free)(out) };
-    if rc != 0 {
-        return Err(text);
-    }
+    let text = call(xml, |helper, path, out| {
+        // SAFETY: the helper's version matched ours (checked in `load`), so `probe` has this
+        // signature; `path` is null or a live C string, `out` a live pointer slot.
+        unsafe { (helper.probe)(path, flags, out) }
+    })?;
     decode(&text, "lama's hwloc helper's answer", devices).map_err(|e| e.to_string())
 }
 
@@ -68,22 +44,32 @@ pub fn node(xml: Option<&Path>, devices: bool) -> Result<Node, String> {
 /// topology only: slurmstepd does that before it forks the tasks, so that each task binds
 /// without loading it again.
 pub fn mem(xml: Option<&Path>, cpus: &str) -> Result<String, String> {
+    let cpus = CString::new(cpus).map_err(|_| "a CPU list with a NUL byte".to_string())?;
+    call(xml, |helper, path, out| {
+        // SAFETY: the helper's version matched ours (checked in `load`), so `mem` has this
+        // signature; `path` is null or a live C string, `cpus` a live C string, `out` a live
+        // pointer slot.
+        unsafe { (helper.mem)(path, cpus.as_ptr(), out) }
+    })
+}
+
+/// Calls one of the helper's functions with the topology file's path (null for this machine)
+/// and a slot for its answer, and returns the answer, or the reason it gave.
+fn call(
+    xml: Option<&Path>,
+    f: impl FnOnce(&Helper, *const c_char, *mut *mut c_char) -> c_int,
+) -> Result<String, String> {
     let helper = HELPER.get_or_init(load).as_ref().map_err(Clone::clone)?;
     let path = xml
         .map(|p| CString::new(p.as_os_str().as_bytes()))
         .transpose()
         .map_err(|_| "the topology file's path contains a NUL byte".to_string())?;
-    let cpus = CString::new(cpus).map_err(|_| "a CPU list with a NUL byte".to_string())?;
     let mut out: *mut c_char = std::ptr::null_mut();
-    // SAFETY: the helper's version matched ours (checked in `load`), so `mem` has this
-    // signature; `path` is null or a live C string, `cpus` a live C string, `out` a live slot.
-    let rc = unsafe {
-        (helper.mem)(
-            path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
-            cpus.as_ptr(),
-            &mut out,
-        )
-    };
+    let rc = f(
+        helper,
+        path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
+        &mut out,
+    );
     if out.is_null() {
         return Err(format!(
             "lama's hwloc helper returned nothing (status {rc})"
@@ -93,7 +79,7 @@ pub fn mem(xml: Option<&Path>, cpus: &str) -> Result<String, String> {
     let text = unsafe { CStr::from_ptr(out) }
         .to_string_lossy()
         .into_owned();
-    // SAFETY: `out` came from the helper's `lama_probe_mem` and is freed once, by the helper.
+    // SAFETY: `out` came from the helper and is freed once, by the helper.
     unsafe { (helper.free)(out) };
     if rc != 0 {
         return Err(text);
