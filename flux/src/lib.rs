@@ -36,6 +36,10 @@ struct Config {
     user: Options,
     /// Whether lama places this job's tasks.
     placing: bool,
+    /// Whether the automatic policy places them (`lama.policy=auto`, or the site's).
+    auto: bool,
+    /// `lama.mem=local`: each task's memory bound to its CPUs' NUMA nodes.
+    mem: bool,
     /// NICs and GPUs per task.
     devices: (usize, usize),
     threads: Option<ThreadRequest>,
@@ -96,10 +100,13 @@ fn init(plugin: Plugin) -> Result<(), String> {
             user.map = Some(map);
         }
     }
-    let placing = settings
-        .request(&user, None)
-        .map_err(|e| e.to_string())?
-        .is_some();
+    let auto = settings.auto(&user).map_err(|e| e.to_string())?;
+    let placing = auto
+        || settings
+            .request(&user, None)
+            .map_err(|e| e.to_string())?
+            .is_some();
+    let mem = settings.mem(&user).map_err(|e| e.to_string())?;
     let devices = settings.devices(&user).map_err(|e| e.to_string())?;
     let threads = settings.threads(&user).map_err(|e| e.to_string())?;
     let visibility = settings.gpu_visibility(&user).map_err(|e| e.to_string())?;
@@ -114,7 +121,7 @@ fn init(plugin: Plugin) -> Result<(), String> {
         if !shell.setopt(c"cpu-affinity", c"\"off\"") {
             return Err("cannot turn Flux's cpu-affinity off for this job".into());
         }
-        if devices.1 > 0 && !shell.setopt(c"gpu-affinity", c"\"off\"") {
+        if (devices.1 > 0 || auto) && !shell.setopt(c"gpu-affinity", c"\"off\"") {
             return Err("cannot turn Flux's gpu-affinity off for this job".into());
         }
     }
@@ -123,6 +130,8 @@ fn init(plugin: Plugin) -> Result<(), String> {
         settings,
         user,
         placing,
+        auto,
+        mem,
         devices,
         threads,
         visibility,

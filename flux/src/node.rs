@@ -6,9 +6,15 @@ use std::time::{Duration, Instant};
 
 use lama::environ::{exec_limit, own_stack_limit, ExecSize, Group};
 use lama::flux_job::{cores_per_node, flux_words, given_gpus, scheme_map, RankInfo};
+use lama::hwloc::memory::Memory;
+use lama::idset::format_list;
 use lama::locality::{Locality, Weights};
 use lama::openmp::plan_threads;
-use lama::slurm_step::{choose_among, cores_to_cpus, place_node, usable_cpus, TaskBinding};
+use lama::policy::gpus_of;
+use lama::slurm_step::{
+    auto_devices, auto_threads, auto_workers, choose_among, cores_to_cpus, place_auto, place_node,
+    usable_cpus, TaskBinding,
+};
 use lama::NodeTopology;
 use serde_json::Value;
 
@@ -39,6 +45,10 @@ pub struct Node {
     pub tasks: Vec<Placed>,
     /// False with `topology=FILE`: CPUs are computed and exported, not bound.
     pub bind: bool,
+    /// The node's NUMA nodes, for `lama.mem=local` (loaded before the tasks fork).
+    pub memory: Option<Memory>,
+    /// What the automatic policy chose on this node, for `lama.verbose`.
+    pub policy: Option<String>,
     pub verbose: bool,
     /// The job's OpenMP variables lama would have replaced, kept because the user set them.
     pub omp_kept: Vec<&'static str>,
@@ -115,6 +125,8 @@ impl Node {
             manage_taskmap: config.settings.taskmap && !config.user.off,
             tasks: Vec::new(),
             bind: config.settings.topology.is_none(),
+            memory: None,
+            policy: None,
             verbose: config.settings.verbose || config.user.verbose,
             omp_kept: Vec::new(),
             replaced_affinity: config.replaced_affinity.clone(),
@@ -164,10 +176,15 @@ impl Node {
     ) -> Result<(), String> {
         let ids = own.task_ids();
         let s = &config.settings;
-        let req = s
-            .request(&config.user, Some(ids.len()))
-            .map_err(|e| e.to_string())?
-            .ok_or("no placement asked for")?;
+        let req = if config.auto {
+            None
+        } else {
+            let r = s.request(&config.user, Some(ids.len()));
+            Some(
+                r.map_err(|e| e.to_string())?
+                    .ok_or("no placement asked for")?,
+            )
+        };
         let (topo, loc) = topology(shell, config)?;
         phase(if self.bind {
             "topology (hwloc)"
@@ -180,8 +197,35 @@ impl Node {
         } else {
             cpus
         };
-        let tasks =
-            place_node(&topo, &cpus, &req, &ids, self.verbose).map_err(|e| e.to_string())?;
+        let (tasks, auto) = match &req {
+            Some(req) => {
+                let t = place_node(&topo, &cpus, req, &ids, self.verbose);
+                (t.map_err(|e| e.to_string())?, None)
+            }
+            None => {
+                let (gpus, given) = match own.gpus.trim() {
+                    "" => (Vec::new(), None),
+                    ids => {
+                        let g = given_gpus(&loc, ids)?;
+                        (gpus_of(&loc, Some(&g.devices)), Some(g))
+                    }
+                };
+                let stack = config.user.oversubscribe || s.defaults.oversubscribe;
+                let workers = auto_workers(config.threads.as_ref(), None);
+                let p = place_auto(
+                    &topo,
+                    &cpus,
+                    &gpus,
+                    &ids,
+                    (workers, stack),
+                    self.verbose,
+                    self.verbose,
+                )
+                .map_err(|e| e.to_string())?;
+                self.policy = self.verbose.then(|| p.summary.clone());
+                (p.tasks, Some((p.gpus, given)))
+            }
+        };
         phase("placement");
         let mut groups: Vec<Vec<Group>> = tasks
             .iter()
@@ -192,21 +236,46 @@ impl Node {
                 )])]
             })
             .collect();
-        if let Some(t) = config.threads {
+        if config.threads.is_some() || auto.is_some() {
+            let replace = config.threads.is_some_and(|t| t.replace);
             self.omp_kept = lama::slurm_step::OMP_VARIABLES
                 .into_iter()
-                .filter(|k| !t.replace && shell.getenv(k).is_some())
+                .filter(|k| !replace && shell.getenv(k).is_some())
                 .collect();
             if self.omp_kept.is_empty() {
-                for (task, g) in tasks.iter().zip(&mut groups) {
-                    let p = plan_threads(&topo, task.rank, &task.cpus, t.threads, t.bind)
-                        .map_err(|e| e.to_string())?;
+                let plans = match (&auto, config.threads) {
+                    (Some(_), t) => {
+                        auto_threads(&topo, &tasks, t.as_ref()).map_err(|e| e.to_string())?
+                    }
+                    (None, Some(t)) => tasks
+                        .iter()
+                        .map(|task| plan_threads(&topo, task.rank, &task.cpus, t.threads, t.bind))
+                        .collect::<Result<_, _>>()
+                        .map_err(|e| e.to_string())?,
+                    (None, None) => Vec::new(),
+                };
+                for (p, g) in plans.iter().zip(&mut groups) {
                     g.push(Group::openmp(p.env()));
                 }
             }
             phase("OpenMP places");
         }
-        if config.devices != (0, 0) {
+        if config.mem {
+            let file = s.topology.as_deref();
+            let memory = Memory::load(file).map_err(|e| e.to_string())?;
+            for (task, g) in tasks.iter().zip(&mut groups) {
+                let nodes = memory.nodes(&task.cpus);
+                if let Some(cpus) = g.first_mut() {
+                    cpus.vars.push(("LAMA_MEMS".into(), format_list(&nodes)));
+                }
+            }
+            self.memory = Some(memory);
+            phase("memory");
+        }
+        let auto_gpus = auto
+            .as_ref()
+            .is_some_and(|(g, _)| g.iter().any(|t| !t.is_empty()));
+        if config.devices != (0, 0) || auto_gpus {
             let weights = match &s.weights {
                 Some(path) => {
                     let text = lama::limits::read_text(path, lama::limits::MAX_WEIGHTS_BYTES)
@@ -218,14 +287,26 @@ impl Node {
                 }
                 None => None,
             };
-            let given = if config.devices.1 > 0 {
-                Some(given_gpus(&loc, &own.gpus)?)
-            } else {
-                None
-            };
-            let chosen = choose_among(&loc, &tasks, config.devices, weights.as_ref(), given)
-                .map_err(|e| e.to_string())?
-                .sharing(config.visibility);
+            let chosen = match auto {
+                Some((gpus, given)) => auto_devices(
+                    &loc,
+                    &tasks,
+                    &gpus,
+                    config.devices.0,
+                    weights.as_ref(),
+                    given,
+                ),
+                None => {
+                    let given = if config.devices.1 > 0 {
+                        Some(given_gpus(&loc, &own.gpus)?)
+                    } else {
+                        None
+                    };
+                    choose_among(&loc, &tasks, config.devices, weights.as_ref(), given)
+                }
+            }
+            .map_err(|e| e.to_string())?
+            .sharing(config.visibility);
             for (i, g) in groups.iter_mut().enumerate() {
                 let mut vars = chosen.env(&loc, i);
                 // Flux's numbering is PCI order (gpu-affinity sets the same when it runs).

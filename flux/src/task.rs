@@ -101,6 +101,20 @@ pub fn exec(shell: Shell, node: &Node) -> Result<(), String> {
             )
         })?;
     }
+    if let (true, Some(m)) = (node.bind, &node.memory) {
+        m.bind(&t.cpus).map_err(|e| {
+            format!(
+                "cannot bind the memory of task {rank} on {} to the NUMA nodes of cpus {list}: {e}",
+                node.host
+            )
+        })?;
+    }
+    if let Some(policy) = node.policy.as_ref().filter(|_| local == 0) {
+        eprintln!(
+            "lama: policy auto on {} (node {}): {policy}",
+            node.host, node.rank
+        );
+    }
     if node.verbose {
         let how = if node.bind { "bound to" } else { "computed" };
         let shown = verbose_extras(p.groups.iter().flat_map(|g| &g.vars));

@@ -13,6 +13,7 @@ use crate::locality::{
     Weights,
 };
 use crate::mapper::{plan, PlacementError};
+use crate::openmp::{plan_threads, ProcBind, ThreadPlan, Threads};
 use crate::spec::Request;
 use crate::taskmap::TaskMap;
 use crate::topology::NodeTopology;
@@ -217,6 +218,36 @@ pub fn place_auto(
         gpus,
         summary,
     })
+}
+
+/// Workers per task for the policy: `--lama-threads=N`, else the task's CPUs as the resource
+/// manager counts them (`--cpus-per-task`), else 1.
+pub fn auto_workers(threads: Option<&ThreadRequest>, per_task: Option<usize>) -> usize {
+    match threads.map(|t| t.threads) {
+        Some(Threads::Count(n)) => n as usize,
+        _ => per_task.unwrap_or(1).max(1),
+    }
+}
+
+/// The OpenMP places of tasks the policy placed: as `threads` asks, else one thread per CPU the
+/// policy gave (one per core unless workers outnumber cores), spread.
+pub fn auto_threads(
+    topo: &NodeTopology,
+    tasks: &[TaskBinding],
+    threads: Option<&ThreadRequest>,
+) -> Result<Vec<ThreadPlan>, StepError> {
+    let bind = threads.map_or(ProcBind::default(), |t| t.bind);
+    tasks
+        .iter()
+        .map(|task| {
+            let n = match threads.map(|t| t.threads) {
+                Some(Threads::Count(n)) => Threads::Count(n),
+                _ => Threads::Count(task.cpus.len() as u32),
+            };
+            plan_threads(topo, task.rank, &task.cpus, n, bind)
+                .map_err(|e| StepError::Option(e.to_string()))
+        })
+        .collect()
 }
 
 /// The policy's choice in words, with the expert options that give the same CPUs when some do.

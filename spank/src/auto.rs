@@ -4,9 +4,10 @@
 //! The placement itself is `lama::policy`'s.
 
 use lama::locality::allowed_gpus;
-use lama::openmp::{plan_threads, ProcBind, Threads};
 use lama::policy::gpus_of;
-use lama::slurm_step::{auto_devices, mem_bind_conflict, place_auto, Options, Settings};
+use lama::slurm_step::{
+    auto_devices, auto_threads, auto_workers, mem_bind_conflict, place_auto, Options, Settings,
+};
 
 use crate::{probe, Devices, Lama, Step};
 use slurm_spank::SpankHandle;
@@ -73,10 +74,7 @@ impl Lama {
             .threads(&self.user)
             .map_err(|e| e.to_string())?;
         let per_task = get("SLURM_CPUS_PER_TASK").and_then(|v| v.trim().parse::<usize>().ok());
-        let workers = match threads.map(|t| t.threads) {
-            Some(Threads::Count(n)) => n as usize,
-            _ => per_task.unwrap_or(1),
-        };
+        let workers = auto_workers(threads.as_ref(), per_task);
         let stack = self.user.oversubscribe || self.settings.defaults.oversubscribe;
         let placed = place_auto(
             &topo,
@@ -91,22 +89,11 @@ impl Lama {
         st.lap("placement");
         st.policy = st.verbose.then(|| placed.summary.clone());
         st.tasks = placed.tasks;
-        // One OpenMP thread per CPU the policy gave (one per core unless workers outnumber
-        // cores), unless --lama-threads says otherwise.
-        let bind = threads.map_or(ProcBind::default(), |t| t.bind);
-        st.omp = st
-            .tasks
+        st.omp = auto_threads(&topo, &st.tasks, threads.as_ref())
+            .map_err(|e| e.to_string())?
             .iter()
-            .map(|task| {
-                let n = match threads.map(|t| t.threads) {
-                    Some(Threads::Count(n)) => Threads::Count(n),
-                    _ => Threads::Count(task.cpus.len() as u32),
-                };
-                plan_threads(&topo, task.rank, &task.cpus, n, bind)
-                    .map(|p| p.env())
-                    .map_err(|e| e.to_string())
-            })
-            .collect::<Result<_, _>>()?;
+            .map(|p| p.env())
+            .collect();
         st.omp_replace = threads.is_some_and(|t| t.replace);
         let (nics, _) = self
             .settings

@@ -53,6 +53,9 @@ hw_case() {
 hw_case "block -N3 -n6 lama.map=csbnh lama.bind=1c" "--map csbnh --bind 1c" -N3 -n6 -o lama.map=csbnh -o lama.bind=1c
 hw_case "cyclic -N3 -n12 lama.map=scbnh lama.bind=2c" "--map scbnh --bind 2c" -N3 -n12 --taskmap=cyclic -o lama.map=scbnh -o lama.bind=2c
 hw_case "-N3 -n6 lama.map-by=numa lama.bind-to=core" "--map-by numa --bind-to core" -N3 -n6 -o lama.map-by=numa -o lama.bind-to=core
+# The whole node is the job's (--exclusive), its GPUs too, as lama plan --policy auto counts them.
+step_gpus=""; [ "$LAMA_FLUX_GPUS" -gt 0 ] || step_gpus="--step-gpus none"
+hw_case "-N3 -n6 lama.policy=auto" "--policy auto $step_gpus" -N3 -n6 -o lama.policy=auto
 
 if [ "$LAMA_FLUX_GPUS" -gt 0 ]; then
   # Each task's nearest GPU among the four Flux gave the node: lama plan's, written as Flux
@@ -70,6 +73,20 @@ if [ "$LAMA_FLUX_GPUS" -gt 0 ]; then
   if [ -n "$got" ] && [ "$got" = "$want" ]; then
     ok "declared $name: lama.gpus=1: each task's nearest GPU is lama plan's, CUDA_VISIBLE_DEVICES in Flux's numbering"
   else not_ok "declared $name: lama.gpus=1" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+  # The policy shares the node's four GPUs out: lama plan --policy auto's, in Flux's numbering.
+  timeout 120 "$flux" run --exclusive -N3 -n6 -o lama.policy=auto -o userrc="$LAMA_FLUX_RC" sh -c \
+    'echo T $FLUX_TASK_RANK ${LAMA_GPUS:-none} ${CUDA_VISIBLE_DEVICES:-none}' >"$work/out" 2>"$work/err"
+  map=$("$flux" job taskmap "$("$flux" job last)" 2>&1)
+  decode_map "$map" > "$work/assign"
+  want=$(for n in 0 1 2; do
+    paste -d' ' <(awk -v n=$n '$2 == n {print $1}' "$work/assign") \
+      <("$lama" plan --policy auto --topology "$xml" --np 2 --format json |
+        python3 -c 'import json,sys; [print(",".join(r["gpus"]), ",".join(g[4:] for g in r["gpus"])) for r in json.load(sys.stdin)["ranks"]]')
+  done | sort -n)
+  got=$(awk '$1 == "T" {print $2, $3, $4}' "$work/out" | sort -n)
+  if [ -n "$got" ] && [ "$got" = "$want" ]; then
+    ok "declared $name: lama.policy=auto: each task's GPUs are lama plan --policy auto's, in Flux's numbering"
+  else not_ok "declared $name: lama.policy=auto GPUs" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
   # More GPUs per task than the job has on its node: the job fails with the reason.
   timeout 120 "$flux" run -N1 -n1 -g1 -o lama.gpus=2 -o userrc="$LAMA_FLUX_RC" sh -c 'echo TASK-RAN' >"$work/out" 2>"$work/err"
   if ! grep -q TASK-RAN "$work/out" && grep -q 'job.exception.*GPU' "$work/err"; then

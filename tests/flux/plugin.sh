@@ -49,6 +49,20 @@ binding_case "block -N3 -n6 lama.bind=1c" "--bind 1c" -N3 -n6 -o lama.bind=1c
 binding_case "cyclic -N3 -n6 lama.map=csbnh lama.bind=1c" "--map csbnh --bind 1c" -N3 -n6 --taskmap=cyclic -o lama.map=csbnh -o lama.bind=1c
 binding_case "-N3 -n3 -c2 lama.map-by=core lama.bind-to=core" "--map-by core --bind-to core" -N3 -n3 -c2 -o lama.map-by=core -o lama.bind-to=core
 binding_case "lama scheme --taskmap=lama:ncsbh -N3 -n6" "--map ncsbh" -N3 -n6 --taskmap=lama:ncsbh
+binding_case "the automatic policy -N3 -n6 lama.policy=auto" "--policy auto" -N3 -n6 -o lama.policy=auto
+
+# lama.mem=local: each task's memory bound to the NUMA node of its CPUs, as the kernel reports
+# the task's policy in /proc/self/numa_maps ("bind:N"; "default" without), and LAMA_MEMS.
+nodes=$(cat /sys/devices/system/node/online 2>/dev/null || echo 0)
+mem_probe='echo M $FLUX_TASK_RANK ${LAMA_MEMS:-none} $(awk "NR == 1 {print \$2}" /proc/self/numa_maps)'
+job -N3 -n6 -o lama.policy=auto -o lama.mem=local -o userrc="$urc" sh -c "$mem_probe"
+got=$(awk '$1 == "M" {print $3, $4}' "$work/out" | sort | uniq -c | awk '{print $1, $2, $3}')
+if [ $rc -eq 0 ] && [ "$got" = "6 $nodes bind:$nodes" ]; then ok "lama.mem=local: every task's memory bound to NUMA node $nodes (numa_maps), LAMA_MEMS=$nodes"
+else not_ok "lama.mem=local (rc $rc)" "$got" "$(cat "$work/out" "$work/err")"; fi
+job -N3 -n6 -o lama.policy=auto -o userrc="$urc" sh -c "$mem_probe"
+got=$(awk '$1 == "M" {print $3, $4}' "$work/out" | sort -u)
+if [ $rc -eq 0 ] && [ "$got" = "none default" ]; then ok "without lama.mem the tasks' memory policy is the default"
+else not_ok "without lama.mem (rc $rc)" "$got" "$(cat "$work/err")"; fi
 
 # The lama scheme's map is lama plan's across the job's three nodes.
 job -N3 -n6 --taskmap=lama:ncsbh -o userrc="$urc" true
@@ -90,8 +104,10 @@ refused() {
     ok "refused: $name: the job fails, no task ran, the exception says why"
   else not_ok "refused: $name (rc $rc, wanted an exception matching: $expect)" "$(cat "$work/out" "$work/err")"; fi
 }
-refused "unknown option" "unknown option lama.mapp; valid: lama.map," -N3 -n6 -o lama.mapp=csbnh -o userrc="$urc"
+refused "unknown option" "unknown option lama.mapp; valid: lama.policy, lama.map," -N3 -n6 -o lama.mapp=csbnh -o userrc="$urc"
 refused "bad map" "invalid lama.map 'xyz'" -N3 -n6 -o lama.map=xyz -o userrc="$urc"
+refused "policy with a map" "lama.policy=auto places the tasks itself and cannot be combined with lama.map" -N1 -n2 -o lama.policy=auto -o lama.map=csbnh -o userrc="$urc"
+refused "bad lama.mem" "invalid lama.mem 'far'" -N1 -n2 -o lama.mem=far -o userrc="$urc"
 refused "bad device count" "invalid lama.gpus 'many'" -N1 -n2 -o lama.gpus=many -o userrc="$urc"
 refused "not an object" "lama's options are given one by one" -N1 -n1 -o lama=csbnh -o userrc="$urc"
 refused "bad conf" "the lama plugin's conf: invalid apply=sometimes" -N1 -n1 -o lama.bind=1c -o userrc="$(userrc badconf 'apply = "sometimes"')"
@@ -118,6 +134,10 @@ lines=$(grep -c '^lama: task [0-9]* on .* (node [0-2]): bound to cpus' "$work/er
 costs=$(grep -c 'node placed in' "$work/err")
 if [ "$lines" = 6 ] && [ "$costs" = 3 ]; then ok "lama.verbose: a line per task, the node's cost once per node"
 else not_ok "verbose ($lines lines, $costs costs)" "$(cat "$work/err")"; fi
+job -N3 -n6 -o lama.policy=auto -o lama.verbose -o userrc="$urc" true
+said=$(grep -c '^lama: policy auto on .* (node [0-2]): 2 task(s) over ' "$work/err")
+if [ "$said" = 3 ]; then ok "lama.verbose with the policy: what it chose, once per node"
+else not_ok "verbose with the policy ($said lines)" "$(cat "$work/err")"; fi
 
 # Hybrid MPI + OpenMP with MPICH: each rank's binding (read by its shell just before exec) is
 # lama plan's, the runtime's places are lama plan's, each thread runs on a CPU of its place.

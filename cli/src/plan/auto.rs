@@ -2,10 +2,11 @@
 //! plugin and the Flux shell plugin compute it: the ranks in Slurm's block order over the nodes,
 //! every GPU of a node counted as the step's, `--threads` as each task's workers.
 
-use lama::idset::format_list;
-use lama::openmp::{plan_threads, ProcBind, ThreadPlan, Threads};
-use lama::policy::gpus_of;
-use lama::slurm_step::{place_auto, AutoPlaced};
+use lama::idset::{format_list, parse_list};
+use lama::locality::{Kind, Locality};
+use lama::openmp::{ProcBind, ThreadPlan, Threads};
+use lama::policy::{gpus_of, PolicyGpu};
+use lama::slurm_step::{auto_threads, auto_workers, place_auto, AutoPlaced, ThreadRequest};
 use lama::taskmap::{rfc34, TaskMap};
 use lama::NodeTopology;
 use serde_json::json;
@@ -32,6 +33,28 @@ pub fn block(np: usize, nodes: usize) -> Vec<Vec<u32>> {
         .collect()
 }
 
+/// The GPUs `--step-gpus` names among the node's (all of them without it).
+fn step_gpus(loc: &Locality, list: Option<&str>) -> Result<Vec<PolicyGpu>, String> {
+    let all = loc.candidates(Kind::Gpu, None);
+    let chosen = match list.map(str::trim) {
+        None => return Ok(gpus_of(loc, None)),
+        Some("none") => Vec::new(),
+        Some(l) => parse_list(l)
+            .map_err(|e| format!("--step-gpus '{l}': {e}"))?
+            .into_iter()
+            .map(|i| {
+                all.get(i as usize).copied().ok_or_else(|| {
+                    format!(
+                        "--step-gpus '{l}': the node has {} GPU(s), numbered from 0",
+                        all.len()
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(gpus_of(loc, Some(&chosen)))
+}
+
 /// The plan's text or JSON, or why there is none.
 pub fn render(
     a: &PlanArgs,
@@ -49,18 +72,20 @@ pub fn render(
     let domains = |t: &NodeTopology| lama::policy::domains(t).len();
     let np =
         a.np.unwrap_or_else(|| nodes.iter().map(|t| domains(t)).sum());
-    let workers = match threads {
-        Some((Threads::Count(n), _)) => n as usize,
-        _ => 1,
-    };
+    let threads = threads.map(|(threads, bind)| ThreadRequest {
+        threads,
+        bind,
+        replace: false,
+    });
+    let workers = auto_workers(threads.as_ref(), None);
     let mut plans = Vec::new();
     for (n, ranks) in block(np, nodes.len()).into_iter().enumerate() {
         let node = nodes[n];
-        let gpus = models[per_node[n]]
-            .1
-            .as_ref()
-            .map(|loc| gpus_of(loc, None))
-            .unwrap_or_default();
+        let gpus = match models[per_node[n]].1.as_ref() {
+            Some(loc) => step_gpus(loc, a.step_gpus.as_deref())
+                .map_err(|e| ("invalid-option".to_string(), e))?,
+            None => Vec::new(),
+        };
         let placed = place_auto(
             node,
             &node.cpus(),
@@ -71,18 +96,7 @@ pub fn render(
             true,
         )
         .map_err(|e| ("placement".to_string(), format!("node {n}: {e}")))?;
-        let places = placed
-            .tasks
-            .iter()
-            .map(|t| {
-                let (count, bind) = match threads {
-                    Some((Threads::Count(k), b)) => (k, b),
-                    Some((Threads::Auto, b)) => (t.cpus.len() as u32, b),
-                    None => (t.cpus.len() as u32, ProcBind::default()),
-                };
-                plan_threads(node, t.rank, &t.cpus, Threads::Count(count), bind)
-            })
-            .collect::<Result<Vec<_>, _>>()
+        let places = auto_threads(node, &placed.tasks, threads.as_ref())
             .map_err(|e| ("threads".to_string(), e.to_string()))?;
         plans.push(NodePlan {
             ranks,

@@ -85,6 +85,10 @@ pub struct PlanArgs {
     #[arg(long, value_name = "auto", value_parser = ["auto"],
           conflicts_with_all = ["map", "bind", "mppr", "order", "map_by", "bind_to", "rank_by", "gpus", "nics", "slurm_hostfile"])]
     policy: Option<String>,
+    /// With --policy auto: the GPUs the job has on each node, as indexes among the node's GPUs
+    /// (0,1 or 0-3), or none (default: every GPU of the node).
+    #[arg(long, value_name = "LIST|none", requires = "policy")]
+    step_gpus: Option<String>,
     /// Expert map, e.g. csbnh (leftmost token changes fastest).
     #[arg(long, value_name = "STR")]
     map: Option<String>,
