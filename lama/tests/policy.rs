@@ -119,3 +119,143 @@ fn same_answer_every_time() {
         );
     }
 }
+
+/// Every machine, read once.
+fn machines() -> &'static [(String, NodeTopology, Vec<PolicyGpu>)] {
+    static ALL: std::sync::OnceLock<Vec<(String, NodeTopology, Vec<PolicyGpu>)>> =
+        std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        xmls()
+            .into_iter()
+            .map(|p| {
+                let (node, gpus) = load(&p);
+                (p.display().to_string(), node, gpus)
+            })
+            .collect()
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+    /// The invariants on a random step: a subset of each machine's cores (as Slurm gives
+    /// whole cores) and of its GPUs, 1 to 2 × its NUMA domains tasks, 1 to 4 workers each.
+    #[test]
+    fn invariants_on_random_steps(
+        m in 0usize..18,
+        core_bits in proptest::collection::vec(proptest::bool::weighted(0.7), 512),
+        gpu_bits in proptest::collection::vec(proptest::bool::ANY, 32),
+        t in 1usize..64,
+        workers in 1usize..=4,
+    ) {
+        let all = machines();
+        let (name, node, gpus) = &all[m % all.len()];
+        // The step's CPUs: the PUs of the kept cores.
+        let whole = domains(node);
+        let mut cpus: Vec<u32> = whole
+            .iter()
+            .flatten()
+            .enumerate()
+            .filter(|(i, _)| core_bits[i % core_bits.len()])
+            .flat_map(|(_, c)| c.clone())
+            .collect();
+        if cpus.is_empty() {
+            cpus = whole[0][0].clone();
+        }
+        cpus.sort_unstable();
+        let step = node.restrict(&cpus).expect("restrict");
+        let doms = domains(&step);
+        let tasks = 1 + t % (2 * doms.len());
+        let g: Vec<PolicyGpu> = gpus
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| gpu_bits[i % gpu_bits.len()])
+            .map(|(_, x)| x.clone())
+            .collect();
+        let pus: usize = doms.iter().flatten().map(Vec::len).sum();
+        let name = format!("{name} cpus={} tasks={tasks} gpus={} workers={workers}",
+            lama::idset::format_list(&cpus), g.len());
+        let placed = match auto(&step, &g, tasks, workers, false) {
+            Ok(p) => p,
+            Err(e) => {
+                proptest::prop_assert!(tasks > pus, "{name}: {e}");
+                return Ok(());
+            }
+        };
+        proptest::prop_assert_eq!(&placed, &auto(&step, &g, tasks, workers, false).expect("again"));
+        proptest::prop_assert_eq!(placed.len(), tasks, "{}", name);
+        // Disjoint, inside the step.
+        let mut seen: Vec<u32> = placed.iter().flat_map(|t| t.cpus.clone()).collect();
+        let n = seen.len();
+        seen.sort_unstable();
+        seen.dedup();
+        proptest::prop_assert_eq!(seen.len(), n, "{}: CPUs shared", name);
+        proptest::prop_assert!(seen.iter().all(|c| cpus.binary_search(c).is_ok()), "{name}: outside the step");
+        // The domains' weights: GPUs under each (a GPU belongs where most of its CPUs are), or
+        // cores when the step's GPUs are under none.
+        let under: Vec<usize> = doms
+            .iter()
+            .map(|d| {
+                g.iter()
+                    .filter(|x| {
+                        let overlap = |d: &Vec<Vec<u32>>| d.iter().flatten().filter(|c| x.cpus.contains(c)).count();
+                        let best = doms.iter().map(overlap).max().unwrap_or(0);
+                        best > 0 && overlap(d) == best
+                            && doms.iter().position(|e| overlap(e) == best) == doms.iter().position(|e| std::ptr::eq(e, d))
+                    })
+                    .count()
+            })
+            .collect();
+        let weights: Vec<usize> = if under.iter().sum::<usize>() == 0 {
+            doms.iter().map(Vec::len).collect()
+        } else {
+            under
+        };
+        let used = weights.iter().filter(|&&w| w > 0).count();
+        let mut count = vec![0usize; doms.len()];
+        for t in &placed {
+            if tasks >= used {
+                proptest::prop_assert_eq!(t.domains.len(), 1, "{}: a task spans domains", name);
+            }
+            for &d in &t.domains {
+                count[d] += 1;
+                proptest::prop_assert!(
+                    t.cpus.iter().all(|c| doms[d].iter().flatten().any(|x| x == c)) || t.domains.len() > 1,
+                    "{name}: a task outside its domain"
+                );
+            }
+            proptest::prop_assert!(t.gpus.iter().all(|d| g.iter().any(|x| x.device == *d)), "{name}: a GPU not the step's");
+        }
+        // Tasks per domain within one of their share, where no domain is full.
+        let total: usize = weights.iter().sum();
+        let caps: Vec<usize> = doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect();
+        let fits = (0..doms.len()).all(|d| (tasks * weights[d]).div_ceil(total) <= caps[d]);
+        if tasks >= used && fits {
+            for d in 0..doms.len() {
+                let exact = tasks * weights[d];
+                proptest::prop_assert!(
+                    count[d] * total + total > exact && count[d] * total < exact + total,
+                    "{name}: domain {d} has {} tasks for weight {} of {total}", count[d], weights[d]
+                );
+            }
+        }
+        // No second hardware thread of a core while the domain's cores are not all taken.
+        if tasks >= used {
+            for (d, dom) in doms.iter().enumerate() {
+                if count[d] * workers <= dom.len() {
+                    for t in placed.iter().filter(|t| t.domains == [d]) {
+                        let mut cores: Vec<usize> = t.cpus.iter().filter_map(|c| dom.iter().position(|k| k.contains(c))).collect();
+                        let k = cores.len();
+                        cores.dedup();
+                        proptest::prop_assert_eq!(cores.len(), k, "{}: two hardware threads of one core", name);
+                    }
+                }
+            }
+        }
+        if !g.is_empty() {
+            let counts: Vec<usize> = placed.iter().map(|t| t.gpus.len()).collect();
+            let (lo, hi) = (counts.iter().min().copied().unwrap_or(0), counts.iter().max().copied().unwrap_or(0));
+            proptest::prop_assert!(hi - lo <= 1 && lo >= 1, "{name}: GPUs {counts:?}");
+        }
+    }
+}
