@@ -342,12 +342,26 @@ pub fn describe(node: &NodeTopology, gpus: &[PolicyGpu], tasks: &[AutoTask]) -> 
         })
         .max()
         .unwrap_or(1);
+    let widest = tasks.iter().map(|t| t.domains.len()).max().unwrap_or(1);
+    let spread = if widest > 1 {
+        // Fewer tasks than domains: each task has a run of whole domains.
+        format!(
+            "{} task(s), each over {} whole neighbouring {kind}(s) of {} {basis}",
+            tasks.len(),
+            range(tasks.iter().map(|t| t.domains.len()).collect()),
+            doms.len()
+        )
+    } else {
+        format!(
+            "{} task(s) over {} of {} {kind}(s) {basis} ({})",
+            tasks.len(),
+            used.len(),
+            doms.len(),
+            used.join("+")
+        )
+    };
     let mut out = format!(
-        "{} task(s) over {} of {} {kind}(s) {basis} ({}), {} CPU(s) each, {smt} hardware thread(s) per core",
-        tasks.len(),
-        used.len(),
-        doms.len(),
-        used.join("+"),
+        "{spread}, {} CPU(s) each, {smt} hardware thread(s) per core",
         range(tasks.iter().map(|t| t.cpus.len()).collect()),
     );
     let mut all: Vec<u32> = tasks.iter().flat_map(|t| t.cpus.iter().copied()).collect();

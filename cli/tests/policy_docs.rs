@@ -1,0 +1,107 @@
+//! Every row of the worked-example table in `docs/policy.md` is what `lama plan --policy auto`
+//! prints: the docs stay true. (Each row's expected answer was worked out from the machine's
+//! XML, as its "why" column says, before it was written down.)
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A cpulist of ascending CPUs, ranges joined.
+fn list(cpus: &[u64]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i {
+            format!("{}-{}", cpus[i], cpus[j])
+        } else {
+            cpus[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+#[test]
+fn every_worked_example_is_what_lama_plan_prints() {
+    let page = std::fs::read_to_string(root().join("docs/policy.md")).expect("docs/policy.md");
+    let rows: Vec<Vec<String>> = page
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| machine"))
+        .map(|l| {
+            l.trim()
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().trim_matches('`').to_string())
+                .collect()
+        })
+        .collect();
+    assert!(rows.len() >= 12, "the table has {} rows", rows.len());
+    for row in rows {
+        let [machine, tasks, options, cpus, gpus, ..] = &row[..] else {
+            panic!("a short row: {row:?}");
+        };
+        let xml = root().join(format!("tests/topologies/{machine}.xml"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lama"));
+        cmd.args([
+            "plan", "--policy", "auto", "--format", "json", "--np", tasks,
+        ])
+        .arg("--topology")
+        .arg(&xml)
+        .args(options.split_whitespace());
+        let out = cmd.output().expect("run lama plan");
+        assert!(
+            out.status.success(),
+            "{row:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let ranks = v["ranks"].as_array().expect("ranks");
+        let got_cpus: Vec<String> = ranks
+            .iter()
+            .map(|r| {
+                let c: Vec<u64> = r["cpus"]
+                    .as_array()
+                    .expect("cpus")
+                    .iter()
+                    .filter_map(Value::as_u64)
+                    .collect();
+                list(&c)
+            })
+            .collect();
+        let got_gpus: Vec<String> = ranks
+            .iter()
+            .map(|r| {
+                let g: Vec<&str> = r["gpus"]
+                    .as_array()
+                    .expect("gpus")
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                if g.is_empty() {
+                    "-".to_string()
+                } else {
+                    g.join(",")
+                }
+            })
+            .collect();
+        assert_eq!(
+            &got_cpus.join(" ; "),
+            cpus,
+            "{machine} {tasks} {options}: CPUs"
+        );
+        assert_eq!(
+            &got_gpus.join(" ; "),
+            gpus,
+            "{machine} {tasks} {options}: GPUs"
+        );
+    }
+}
