@@ -252,10 +252,36 @@ fn share_gpus(tasks: &mut [AutoTask], dom_gpus: &[Vec<usize>], far: &[usize]) {
     }
     let mut pools: Vec<Vec<usize>> = dom_gpus.to_vec();
     let mut far: Vec<usize> = far.to_vec();
-    let target = |j: usize| total / n + usize::from(j < total % n);
+    // Each task gets `total / n`; the `total % n` extra GPUs go first to tasks whose domain has
+    // GPUs to spare, so that no task takes a far GPU while its own domain's go to a neighbour.
+    let base = total / n;
+    let mut extra = total % n;
+    let mut target = vec![base; n];
+    let mut spare: Vec<isize> = pools.iter().map(|p| p.len() as isize).collect();
+    for t in tasks.iter() {
+        if let Some(&d) = t.domains.first() {
+            spare[d] -= base as isize;
+        }
+    }
+    for (j, t) in tasks.iter().enumerate() {
+        match t.domains.first() {
+            Some(&d) if extra > 0 && spare[d] > 0 => {
+                spare[d] -= 1;
+                target[j] += 1;
+                extra -= 1;
+            }
+            _ => {}
+        }
+    }
+    for t in target.iter_mut() {
+        if extra > 0 && *t == base {
+            *t += 1;
+            extra -= 1;
+        }
+    }
     for (j, t) in tasks.iter_mut().enumerate() {
         for &d in &t.domains.clone() {
-            while t.gpus.len() < target(j) && !pools[d].is_empty() {
+            while t.gpus.len() < target[j] && !pools[d].is_empty() {
                 t.gpus.push(pools[d].remove(0));
             }
         }
@@ -265,11 +291,11 @@ fn share_gpus(tasks: &mut [AutoTask], dom_gpus: &[Vec<usize>], far: &[usize]) {
         let mut order: Vec<usize> = (0..pools.len()).collect();
         order.sort_by_key(|&d| (d.abs_diff(home), d));
         for d in order {
-            while t.gpus.len() < target(j) && !pools[d].is_empty() {
+            while t.gpus.len() < target[j] && !pools[d].is_empty() {
                 t.gpus.push(pools[d].remove(0));
             }
         }
-        while t.gpus.len() < target(j) && !far.is_empty() {
+        while t.gpus.len() < target[j] && !far.is_empty() {
             t.gpus.push(far.remove(0));
         }
     }
