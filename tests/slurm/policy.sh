@@ -43,6 +43,12 @@ for k in 1 2 4 8; do
     else not_ok "policy auto, whole node, $k task(s), GPUs $g" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
   done
 done
+# Two whole nodes, 8 tasks: Slurm's block layout puts 4 on each, and each node places its own
+# as the 4-task case above (ranks 4-7 on the second node).
+got=$(timeout 120 salloc -N2 -w n[1-2] --exclusive --gres=gpu:4 srun -n8 --lama-policy=auto bash "$work/task.sh" 2>"$work/err" | sort -n)
+want=$(want_for 4 yes; want_for 4 yes | awk '{$1 += 4; print}')
+if [ "$got" = "$want" ]; then ok "policy auto on two whole nodes, 8 tasks: each node places its 4 as on one node"
+else not_ok "policy auto on two nodes" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
 # Shared node: a step of 2 tasks and 2 GPUs gets one core (two hardware threads) and GPUs Slurm
 # chose; each task gets one thread of it and one of those GPUs, never another.
 slurm=$(run -N1 -w n1 -n2 --gres=gpu:2 --lama-off bash -c 'echo ${SLURM_STEP_GPUS:-none}' 2>/dev/null | sort -u)
