@@ -43,6 +43,12 @@ for k in 1 2 4 8; do
     else not_ok "policy auto, whole node, $k task(s), GPUs $g" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
   done
 done
+# --cpus-per-task=2 makes two workers per task: 8 tasks x 2 outnumber the 8 cores, so each task
+# gets both hardware threads of one core (c and c+1 in the XML) and two OpenMP threads.
+got=$(timeout 120 salloc -N1 -w n1 --exclusive srun -n8 -c2 --lama-policy=auto bash "$work/task.sh" 2>"$work/err" | sort -n)
+want=$(for t in 0 1 2 3 4 5 6 7; do echo "$t ${first[t]}-$((first[t] + 1)) none 2 map"; done)
+if [ "$got" = "$want" ]; then ok "policy auto with --cpus-per-task=2: 8 tasks on 8 cores take both hardware threads of one core each"
+else not_ok "policy auto with --cpus-per-task=2" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
 # Two whole nodes, 8 tasks: Slurm's block layout puts 4 on each, and each node places its own
 # as the 4-task case above (ranks 4-7 on the second node).
 got=$(timeout 120 salloc -N2 -w n[1-2] --exclusive --gres=gpu:4 srun -n8 --lama-policy=auto bash "$work/task.sh" 2>"$work/err" | sort -n)
