@@ -58,35 +58,29 @@ step_gpus=""; [ "$LAMA_FLUX_GPUS" -gt 0 ] || step_gpus="--step-gpus none"
 hw_case "-N3 -n6 lama.policy=auto" "--policy auto $step_gpus" -N3 -n6 -o lama.policy=auto
 
 if [ "$LAMA_FLUX_GPUS" -gt 0 ]; then
-  # Each task's nearest GPU among the four Flux gave the node: lama plan's, written as Flux
-  # numbers them (cudaK is Flux's GPU K, PCI order).
-  timeout 120 "$flux" run --exclusive -N3 -n6 -o lama.map=csbnh -o lama.gpus=1 -o userrc="$LAMA_FLUX_RC" sh -c \
-    'echo T $FLUX_TASK_RANK ${LAMA_GPUS:-none} ${CUDA_VISIBLE_DEVICES:-none}' >"$work/out" 2>"$work/err"
-  map=$("$flux" job taskmap "$("$flux" job last)" 2>&1)
-  decode_map "$map" > "$work/assign"
-  want=$(for n in 0 1 2; do
-    paste -d' ' <(awk -v n=$n '$2 == n {print $1}' "$work/assign") \
-      <("$lama" plan --topology "$xml" --np 2 --map csbnh --gpus 1 --format json |
-        python3 -c 'import json,sys; [print(r["gpus"][0], r["gpus"][0][4:]) for r in json.load(sys.stdin)["ranks"]]')
-  done | sort -n)
-  got=$(awk '$1 == "T" {print $2, $3, $4}' "$work/out" | sort -n)
-  if [ -n "$got" ] && [ "$got" = "$want" ]; then
-    ok "declared $name: lama.gpus=1: each task's nearest GPU is lama plan's, CUDA_VISIBLE_DEVICES in Flux's numbering"
-  else not_ok "declared $name: lama.gpus=1" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
-  # The policy shares the node's four GPUs out: lama plan --policy auto's, in Flux's numbering.
-  timeout 120 "$flux" run --exclusive -N3 -n6 -o lama.policy=auto -o userrc="$LAMA_FLUX_RC" sh -c \
-    'echo T $FLUX_TASK_RANK ${LAMA_GPUS:-none} ${CUDA_VISIBLE_DEVICES:-none}' >"$work/out" 2>"$work/err"
-  map=$("$flux" job taskmap "$("$flux" job last)" 2>&1)
-  decode_map "$map" > "$work/assign"
-  want=$(for n in 0 1 2; do
-    paste -d' ' <(awk -v n=$n '$2 == n {print $1}' "$work/assign") \
-      <("$lama" plan --policy auto --topology "$xml" --np 2 --format json |
-        python3 -c 'import json,sys; [print(",".join(r["gpus"]), ",".join(g[4:] for g in r["gpus"])) for r in json.load(sys.stdin)["ranks"]]')
-  done | sort -n)
-  got=$(awk '$1 == "T" {print $2, $3, $4}' "$work/out" | sort -n)
-  if [ -n "$got" ] && [ "$got" = "$want" ]; then
-    ok "declared $name: lama.policy=auto: each task's GPUs are lama plan --policy auto's, in Flux's numbering"
-  else not_ok "declared $name: lama.policy=auto GPUs" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+  # One -N3 -n6 job (options: $2) against `lama plan --np 2` of each node (options: $3): each
+  # task's GPUs as lama plan names them and as Flux numbers them (cudaK is Flux's GPU K, PCI
+  # order).
+  gpu_case() {
+    local what=$1 job_opts=$2 plan_opts=$3 map want got
+    timeout 120 "$flux" run --exclusive -N3 -n6 $job_opts -o userrc="$LAMA_FLUX_RC" sh -c \
+      'echo T $FLUX_TASK_RANK ${LAMA_GPUS:-none} ${CUDA_VISIBLE_DEVICES:-none}' >"$work/out" 2>"$work/err"
+    map=$("$flux" job taskmap "$("$flux" job last)" 2>&1)
+    decode_map "$map" > "$work/assign"
+    want=$(for n in 0 1 2; do
+      paste -d' ' <(awk -v n=$n '$2 == n {print $1}' "$work/assign") \
+        <("$lama" plan --topology "$xml" --np 2 $plan_opts --format json |
+          python3 -c 'import json,sys; [print(",".join(r["gpus"]), ",".join(g[4:] for g in r["gpus"])) for r in json.load(sys.stdin)["ranks"]]')
+    done | sort -n)
+    got=$(awk '$1 == "T" {print $2, $3, $4}' "$work/out" | sort -n)
+    if [ -n "$got" ] && [ "$got" = "$want" ]; then
+      ok "declared $name: $what: each task's GPUs are lama plan's, CUDA_VISIBLE_DEVICES in Flux's numbering"
+    else not_ok "declared $name: $what" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+  }
+  # Each task's nearest GPU among the four Flux gave the node.
+  gpu_case "lama.gpus=1" "-o lama.map=csbnh -o lama.gpus=1" "--map csbnh --gpus 1"
+  # The policy shares the node's four GPUs out.
+  gpu_case "lama.policy=auto" "-o lama.policy=auto" "--policy auto"
   # More GPUs per task than the job has on its node: the job fails with the reason.
   timeout 120 "$flux" run -N1 -n1 -g1 -o lama.gpus=2 -o userrc="$LAMA_FLUX_RC" sh -c 'echo TASK-RAN' >"$work/out" 2>"$work/err"
   if ! grep -q TASK-RAN "$work/out" && grep -q 'job.exception.*GPU' "$work/err"; then
