@@ -1,17 +1,28 @@
 //! What users and admins ask of the SPANK plugin: the `--lama-*` options (user), the
 //! `plugstack.conf` arguments (admin), and how they merge into one step's placement request,
 //! devices and OpenMP threads. Pure functions; [`crate::slurm_step`] re-exports everything.
+//!
+//! | file | concept |
+//! |---|---|
+//! | here | [`Options`], [`Settings`], and the step's placement [`Request`] from both |
+//! | `catalogue` | every option and `plugstack.conf` key, with its help text |
+//! | `plugstack` | reading `plugstack.conf`'s arguments ([`Settings::parse`]) |
+//! | `extras` | NICs, GPUs, GPU visibility and OpenMP threads per task |
+//! | `policy` | the automatic policy and memory binding as options |
+//! | `env` | the same options from `SLURM_LAMA_*` variables |
 
 use std::path::PathBuf;
 
 mod catalogue;
 mod env;
+mod extras;
+mod plugstack;
 mod policy;
 pub use catalogue::{OptionInfo, SettingInfo, OPTIONS, SETTINGS};
 pub use env::{env_name, ENV_PREFIX};
+pub use extras::{GpuVisibility, ThreadRequest, OMP_VARIABLES};
 pub use policy::mem_bind_conflict;
 
-use crate::openmp::{ProcBind, Threads};
 use crate::slurm_step::StepError;
 use crate::spec::{Expert, Input, Request, Simple, SpecError};
 
@@ -177,243 +188,7 @@ impl Default for Settings {
     }
 }
 
-/// Which of the step's GPUs a task sees (`--lama-gpu-visibility`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum GpuVisibility {
-    /// Only its own (`LAMA_GPUS`).
-    #[default]
-    Own,
-    /// All the step's GPUs on its node, its own first.
-    All,
-}
-
-impl GpuVisibility {
-    /// Reads `own` or `all`; `name` is how the caller spells the option.
-    pub fn parse(name: &str, value: &str) -> Result<GpuVisibility, String> {
-        match value.trim() {
-            "own" => Ok(GpuVisibility::Own),
-            "all" => Ok(GpuVisibility::All),
-            _ => Err(format!(
-                "invalid {name} '{value}'; valid: own (each task sees only its own GPUs) or all (every GPU of the step on the node, the task's own first)"
-            )),
-        }
-    }
-}
-
-/// OpenMP threads for each task of a step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ThreadRequest {
-    /// How many threads per task.
-    pub threads: Threads,
-    /// How places are chosen in the binding.
-    pub bind: ProcBind,
-    /// Whether lama's `OMP_*` variables replace those the job already has.
-    pub replace: bool,
-}
-
-/// The OMP_* variables lama sets; when the job has any of them and the user did not ask lama to
-/// replace them, lama sets none (the user's OpenMP settings stay whole).
-pub const OMP_VARIABLES: [&str; 3] = ["OMP_NUM_THREADS", "OMP_PLACES", "OMP_PROC_BIND"];
-
-/// The keys of [`SETTINGS`], for messages.
-fn setting_keys() -> String {
-    SETTINGS
-        .iter()
-        .map(|s| s.key)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Most devices of a kind a task may ask for.
-const MAX_DEVICES: usize = 64;
-
-fn device_count(name: &str, value: &str) -> Result<usize, String> {
-    value
-        .trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|&n| n <= MAX_DEVICES)
-        .ok_or_else(|| format!("invalid {name} '{value}': not a number of devices; valid: 0 to {MAX_DEVICES} per task"))
-}
-
-fn yes_no(key: &str, value: &str) -> Result<bool, StepError> {
-    match value {
-        "yes" | "true" | "1" => Ok(true),
-        "no" | "false" | "0" => Ok(false),
-        _ => Err(StepError::Setting(format!(
-            "invalid {key}={value}; valid: yes or no"
-        ))),
-    }
-}
-
 impl Settings {
-    /// Reads the plugin's `plugstack.conf` arguments (`key=value` words) and checks the default
-    /// option values.
-    pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Settings, StepError> {
-        let mut s = Settings::default();
-        for arg in args {
-            let arg = arg.as_ref();
-            let (key, value) = arg.split_once('=').ok_or_else(|| {
-                StepError::Setting(format!(
-                    "argument '{arg}' is not key=value; valid keys: {}",
-                    setting_keys()
-                ))
-            })?;
-            match key {
-                "oversubscribe" => s.defaults.oversubscribe = yes_no(key, value)?,
-                "apply" => {
-                    s.apply = match value {
-                        "requested" => Apply::Requested,
-                        "always" => Apply::Always,
-                        _ => {
-                            return Err(StepError::Setting(format!(
-                                "invalid apply={value}; valid: requested (only steps given a --lama option) or always"
-                            )))
-                        }
-                    }
-                }
-                "taskmap" => s.taskmap = yes_no(key, value)?,
-                "verbose" => s.verbose = yes_no(key, value)?,
-                "topology" if !value.is_empty() => s.topology = Some(PathBuf::from(value)),
-                "topology" => {
-                    return Err(StepError::Setting(
-                        "topology= needs the path of an hwloc XML file".into(),
-                    ))
-                }
-                "cache" if value == "none" => s.cache = None,
-                "cache" if value.starts_with('/') => s.cache = Some(PathBuf::from(value)),
-                "cache" => {
-                    return Err(StepError::Setting(format!(
-                        "invalid cache={value}; valid: an absolute directory path, or none"
-                    )))
-                }
-                "weights" if !value.is_empty() => s.weights = Some(PathBuf::from(value)),
-                "weights" => {
-                    return Err(StepError::Setting(
-                        "weights= needs the path of a device weights file".into(),
-                    ))
-                }
-                "nics" | "gpus" => {
-                    device_count(key, value).map_err(StepError::Setting)?;
-                    s.defaults.set(key, Some(value));
-                }
-                "threads" => {
-                    Threads::parse(key, value).map_err(|e| StepError::Setting(e.to_string()))?;
-                    s.defaults.set(key, Some(value));
-                }
-                "omp-bind" => {
-                    ProcBind::parse(key, value).map_err(|e| StepError::Setting(e.to_string()))?;
-                    s.defaults.set(key, Some(value));
-                }
-                "gpu-visibility" => {
-                    GpuVisibility::parse(key, value).map_err(StepError::Setting)?;
-                    s.defaults.set(key, Some(value));
-                }
-                "omp-override" => s.defaults.omp_override = yes_no(key, value)?,
-                "policy" | "mem" => {
-                    policy::check_value(key, value).map_err(StepError::Setting)?;
-                    s.defaults.set(key, Some(value));
-                }
-                _ => {
-                    let is_value_option = OPTIONS.iter().any(|o| o.name == key && o.arg.is_some());
-                    if !is_value_option {
-                        return Err(StepError::Setting(format!(
-                            "unknown argument '{key}'; valid keys: {}",
-                            setting_keys()
-                        )));
-                    }
-                    s.defaults.set(key, Some(value));
-                }
-            }
-        }
-        let d = &s.defaults;
-        if !d.expert_names().is_empty() && !d.simple_names().is_empty() {
-            return Err(StepError::Setting(format!(
-                "defaults mix the expert keys ({}) with the simple ones ({}); give one kind",
-                d.expert_names().join(", "),
-                d.simple_names().join(", ")
-            )));
-        }
-        build(d, None).map_err(|e| StepError::Setting(e.message("")))?;
-        policy::check_defaults(d)?;
-        Ok(s)
-    }
-
-    /// NICs and GPUs per task for a step: the user's `--lama-nics` / `--lama-gpus`, else the
-    /// admin's defaults (nothing under `--lama-off`).
-    pub fn devices(&self, user: &Options) -> Result<(usize, usize), StepError> {
-        if user.off {
-            return Ok((0, 0));
-        }
-        let count =
-            |name: &str, u: &Option<String>, d: &Option<String>| -> Result<usize, StepError> {
-                match (u, d) {
-                    (Some(v), _) => {
-                        device_count(&format!("--lama-{name}"), v).map_err(StepError::Option)
-                    }
-                    (None, Some(v)) => device_count(name, v).map_err(StepError::Setting),
-                    (None, None) => Ok(0),
-                }
-            };
-        Ok((
-            count("nics", &user.nics, &self.defaults.nics)?,
-            count("gpus", &user.gpus, &self.defaults.gpus)?,
-        ))
-    }
-
-    /// Which GPUs each task sees: the user's `--lama-gpu-visibility`, else the admin's default,
-    /// else only its own.
-    pub fn gpu_visibility(&self, user: &Options) -> Result<GpuVisibility, StepError> {
-        match (&user.gpu_visibility, &self.defaults.gpu_visibility) {
-            (Some(v), _) => {
-                GpuVisibility::parse("--lama-gpu-visibility", v).map_err(StepError::Option)
-            }
-            (None, Some(v)) => {
-                GpuVisibility::parse("gpu-visibility", v).map_err(StepError::Setting)
-            }
-            (None, None) => Ok(GpuVisibility::Own),
-        }
-    }
-
-    /// OpenMP threads for a step: the user's `--lama-threads` / `--lama-omp-bind`, else the
-    /// admin's defaults, and whether lama's `OMP_*` variables replace those the job has
-    /// (`None`: no threads asked for, or `--lama-off`).
-    pub fn threads(&self, user: &Options) -> Result<Option<ThreadRequest>, StepError> {
-        if user.off {
-            return Ok(None);
-        }
-        let d = &self.defaults;
-        let threads = match (&user.threads, &d.threads) {
-            (Some(v), _) => {
-                Threads::parse("--lama-threads", v).map_err(|e| StepError::Option(e.to_string()))?
-            }
-            (None, Some(v)) => {
-                Threads::parse("threads", v).map_err(|e| StepError::Setting(e.to_string()))?
-            }
-            (None, None) => {
-                if let Some(v) = &user.omp_bind {
-                    return Err(StepError::Option(format!(
-                        "--lama-omp-bind={v} needs --lama-threads (OpenMP threads per task)"
-                    )));
-                }
-                return Ok(None);
-            }
-        };
-        let bind = match (&user.omp_bind, &d.omp_bind) {
-            (Some(v), _) => ProcBind::parse("--lama-omp-bind", v)
-                .map_err(|e| StepError::Option(e.to_string()))?,
-            (None, Some(v)) => {
-                ProcBind::parse("omp-bind", v).map_err(|e| StepError::Setting(e.to_string()))?
-            }
-            (None, None) => ProcBind::default(),
-        };
-        Ok(Some(ThreadRequest {
-            threads,
-            bind,
-            replace: user.omp_override || d.omp_override,
-        }))
-    }
-
     /// The request for a step given the user's options, or `None` when lama leaves the step
     /// alone (`--lama-off`, or no option under `apply=requested`). `np` is the number of tasks
     /// to place (`None` only checks the options, as srun does before launch).

@@ -6,7 +6,8 @@
 //! under `--export=NONE`, and differ from what lama exports into tasks (`LAMA_CPUS`,
 //! `LAMA_GPUS`, ...): a task's outputs are never read back as a nested step's inputs.
 
-use super::{build, device_count, GpuVisibility, Options, OPTIONS};
+use super::extras::device_count;
+use super::{build, GpuVisibility, Options, OPTIONS};
 use crate::openmp::{ProcBind, Threads};
 use crate::slurm_step::StepError;
 
