@@ -1,0 +1,44 @@
+//! What the end-to-end tests of the `lama` binary share.
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+
+/// Runs `lama` with `args`, without the caller's job variables, and `env` added.
+pub fn lama(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lama"));
+    c.args(args)
+        .env_remove("TASK_MAP")
+        .env_remove("SLURM_JOB_NODELIST")
+        .env_remove("SLURM_JOB_CPUS_PER_NODE");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run lama")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// A real machine's XML in tests/topologies.
+pub fn topo(name: &str) -> String {
+    format!("{}/../tests/topologies/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A synthetic node: PU `p` of core `c` of package `s` is OS index `8s + 2c + p`.
+pub const NODE: &str = "pack:2 core:4 pu:2";
+
+/// A scratch directory of this test process.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("lama-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+pub fn lines(o: &Output) -> Vec<String> {
+    stdout(o).lines().map(String::from).collect()
+}
+
+pub fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
