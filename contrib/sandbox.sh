@@ -9,7 +9,7 @@
 #   env     print the exports a shell needs to use the cluster (eval "$(contrib/sandbox.sh env)")
 # Environment: LAMA_SANDBOX (state directory, default /tmp/lama-sandbox),
 #   LAMA_SANDBOX_NODES (how many nodes, default 3; 256 start in well under a minute here, see the
-#   README for what limits the count),
+#   docs/admin-guide.md for what limits the count),
 #   LAMA_SANDBOX_PLUGIN (the plugstack.conf line written to $LAMA_SANDBOX/plugstack.conf, e.g.
 #   "required /path/liblama_spank.so"; default: no plugin; slurmstepd rereads it for every step),
 #   LAMA_SANDBOX_PLUGSTACK (use this plugstack.conf file instead),

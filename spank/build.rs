@@ -196,7 +196,7 @@ fn check(what: &str, got: &[String], want: &[&str], header: &Path, prefix: bool)
     };
     if n != want.len() || got[..n].iter().map(String::as_str).ne(want.iter().copied()) {
         die(format!(
-            "{} declares {what} as [{}], but this plugin's SPANK bindings are [{}]: they were checked for Slurm 22.05 to 26.05; a release that changed them needs new bindings (see README, Installing on a site)",
+            "{} declares {what} as [{}], but this plugin's SPANK bindings are [{}]: they were checked for Slurm 22.05 to 26.05; a release that changed them needs new bindings (see docs/admin-guide.md, Installing on a site)",
             header.display(),
             got.join(" "),
             want.join(" ")
@@ -260,7 +260,7 @@ fn main() {
     // Slurm unloads every plugin just before srun and slurmstepd exit; unmapping it then costs
     // a TLB shootdown per mapping in a multithreaded slurmstepd (IPIs: hypervisor traps in a
     // virtual machine) and saves nothing. A loaded lama stays loaded: slurmd picks up a new
-    // build when it restarts (README, Installing).
+    // build when it restarts (docs/admin-guide.md, Installing on a site).
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
     let dir = std::env::var("SLURM_INCLUDE_DIR").unwrap_or_else(|_| "/usr/include".into());
     let version_h = PathBuf::from(&dir).join("slurm/slurm_version.h");

@@ -214,3 +214,63 @@ fn the_checks_themselves() {
     assert!(matches(&shown, &["a", "d"]));
     assert!(!matches(&shown, &["a", "b"]));
 }
+
+#[test]
+fn the_reference_lists_every_option_and_argument_as_the_code_says() {
+    let page = std::fs::read_to_string(root().join("docs/reference.md")).expect("reference");
+    let cell = |s: &str| s.replace('|', "\\|");
+    for o in lama::slurm_step::OPTIONS {
+        let env = lama::slurm_step::env_name(o.name);
+        let opt = match o.arg {
+            Some(a) => format!("`--lama-{}`=`{}`", o.name, cell(a)),
+            None => format!("`--lama-{}`", o.name),
+        };
+        let row = format!(
+            "| {opt} | `{env}` | `lama.{}` | {} |",
+            o.name,
+            cell(o.usage)
+        );
+        assert!(
+            page.contains(&row),
+            "docs/reference.md lacks the row\n{row}"
+        );
+    }
+    for s in lama::slurm_step::SETTINGS {
+        let row = format!("| `{}={}` | {} |", s.key, cell(s.value), cell(s.meaning));
+        assert!(
+            page.contains(&row),
+            "docs/reference.md lacks the row\n{row}"
+        );
+    }
+}
+
+#[test]
+fn the_readme_picture_is_what_lama_plan_draws() {
+    // The command of contrib/readme-picture.sh.
+    let out = Command::new(env!("CARGO_BIN_EXE_lama"))
+        .args([
+            "plan",
+            "--topology",
+            "tests/topologies/32em64t-2n8c2t-pci-normalio.xml",
+            "--np",
+            "8",
+            "--map",
+            "scbnh",
+            "--bind",
+            "2c",
+            "--nics",
+            "1",
+            "--gpus",
+            "1",
+            "--format",
+            "svg",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("run lama plan");
+    let committed = std::fs::read(root().join("docs/pictures/plan.svg")).expect("the picture");
+    assert!(
+        out.stdout == committed,
+        "docs/pictures/plan.svg is not what lama plan draws now: run contrib/readme-picture.sh"
+    );
+}

@@ -5,7 +5,7 @@
 # sched_getaffinity shrunk (a preloaded shim, tests/faults/refuse_affinity.c); Slurm's items
 # unreadable or malformed (tests/faults/fail_item.c); a panic in the plugin, caught by its own
 # unwinder (tests/faults/fail_clock.c); SLURM_HOSTFILE swapped for a FIFO, a
-# directory or a huge file after srun has read it. For each: the step runs as documented (README
+# directory or a huge file after srun has read it. For each: the step runs as documented (docs/admin-guide.md
 # "Faults and what happens") or fails before any task starts with the reason in srun's output;
 # slurmd survives and the next step on the same nodes works.
 # Usage: tests/slurm/faults.sh LAMA_BINARY PLUGIN_SO
