@@ -62,6 +62,9 @@ deb() {
   install -m 0644 "$out/gen/completions/lama.bash" "$root/usr/share/bash-completion/completions/lama"
   install -m 0644 "$out/gen/completions/_lama" "$root/usr/share/zsh/vendor-completions/_lama"
   gzip -9n -c README.md > "$doc/README.md.gz"
+  # The guides the README links to (user, admin, reference, messages, architecture).
+  mkdir -p "$doc/docs"
+  for page in docs/*.md; do gzip -9n -c "$page" > "$doc/docs/$(basename "$page").gz"; done
   install -m 0644 plugstack.conf.example "$doc/plugstack.conf.example"
   sed "s#@PLUGIN@#/usr/lib/$multiarch/slurm-wlm/lama.so#" contrib/packaging/plugstack-lama.conf \
     > "$root/etc/slurm/plugstack.conf.d/lama.conf"
