@@ -8,26 +8,19 @@ use common::{lama, scratch, stdout, topo, words, NODE};
 
 #[test]
 fn plan_json_matches_the_contract() {
-    let o = lama(
-        &[
-            "plan",
-            "--synthetic",
-            NODE,
-            "--nodes",
-            "2",
-            "--map",
-            "sbnch",
-            "--bind",
-            "1c",
-            "--np",
-            "8",
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let (o, v) = plan_json(&[
+        "--synthetic",
+        NODE,
+        "--nodes",
+        "2",
+        "--map",
+        "sbnch",
+        "--bind",
+        "1c",
+        "--np",
+        "8",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
     let got: Vec<(u64, u64, Vec<u64>)> = v["ranks"]
         .as_array()
         .expect("ranks")
@@ -65,71 +58,46 @@ fn plan_json_matches_the_contract() {
     );
 }
 
+/// `lama plan ARGS --format json`, and its JSON (an error object when it fails).
+fn plan_json(args: &[&str]) -> (std::process::Output, Value) {
+    let mut all = vec!["plan"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let o = lama(&all, &[]);
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+    (o, v)
+}
+
 #[test]
 fn plan_errors_have_kinds_and_exit_codes() {
-    let o = lama(
-        &[
-            "plan",
-            "--synthetic",
-            NODE,
-            "--nodes",
-            "2",
-            "--map",
-            "csbnh",
-            "--bind",
-            "1c",
-            "--np",
-            "33",
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let (o, v) = plan_json(&[
+        "--synthetic",
+        NODE,
+        "--nodes",
+        "2",
+        "--map",
+        "csbnh",
+        "--bind",
+        "1c",
+        "--np",
+        "33",
+    ]);
     assert_eq!(o.status.code(), Some(3));
-    let v: Value = serde_json::from_str(&stdout(&o)).expect("json error");
     assert_eq!(v["error"]["kind"], "oversubscribed");
     assert_eq!(v["error"]["placed"], 32);
     assert_eq!(v["error"]["requested"], 33);
     assert!(String::from_utf8_lossy(&o.stderr).contains("oversubscribed after placing 32 of 33"));
 
-    let o = lama(
-        &[
-            "plan",
-            "--synthetic",
-            NODE,
-            "--map",
-            "csscbnh",
-            "--bind",
-            "1c",
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let (o, v) = plan_json(&["--synthetic", NODE, "--map", "csscbnh", "--bind", "1c"]);
     assert_eq!(o.status.code(), Some(2));
-    let v: Value = serde_json::from_str(&stdout(&o)).expect("json error");
     assert_eq!(v["error"]["kind"], "invalid-option");
     assert!(v["error"]["message"]
         .as_str()
         .expect("msg")
         .contains("duplicate mapping levels at position 2 and 3"));
 
-    let o = lama(
-        &[
-            "plan",
-            "--synthetic",
-            NODE,
-            "--map",
-            "csbnh",
-            "--bind",
-            "9c",
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let (o, v) = plan_json(&["--synthetic", NODE, "--map", "csbnh", "--bind", "9c"]);
     assert_eq!(o.status.code(), Some(3));
-    let v: Value = serde_json::from_str(&stdout(&o)).expect("json error");
     assert_eq!(v["error"]["kind"], "no-resources");
 
     let o = lama(
@@ -145,19 +113,8 @@ fn plan_errors_have_kinds_and_exit_codes() {
         &[],
     );
     assert_eq!(o.status.code(), Some(2));
-    let o = lama(
-        &[
-            "plan",
-            "--synthetic",
-            NODE,
-            "--no-such-flag",
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let (o, v) = plan_json(&["--synthetic", NODE, "--no-such-flag"]);
     assert_eq!(o.status.code(), Some(2));
-    let v: Value = serde_json::from_str(&stdout(&o)).expect("json error for a clap error too");
     assert_eq!(v["error"]["kind"], "invalid-option");
 }
 
@@ -165,28 +122,21 @@ fn plan_errors_have_kinds_and_exit_codes() {
 fn plan_keeps_node_order_and_checks_node_count() {
     let small = "pack:1 core:2 pu:1";
     let xml = topo("power8gpudistances.xml");
-    let o = lama(
-        &[
-            "plan",
-            "--synthetic",
-            NODE,
-            "--topology",
-            &xml,
-            "--synthetic",
-            small,
-            "--map",
-            "nbsch",
-            "--bind",
-            "1c",
-            "--np",
-            "3",
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let (o, v) = plan_json(&[
+        "--synthetic",
+        NODE,
+        "--topology",
+        &xml,
+        "--synthetic",
+        small,
+        "--map",
+        "nbsch",
+        "--bind",
+        "1c",
+        "--np",
+        "3",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
     let names: Vec<&str> = v["nodes"]
         .as_array()
         .expect("nodes")
@@ -243,24 +193,17 @@ fn plan_text_draws_the_node() {
 
 #[test]
 fn plan_restrict_and_simple_level() {
-    let o = lama(
-        &[
-            "plan",
-            "--synthetic",
-            NODE,
-            "--restrict",
-            "4-11",
-            "--map-by",
-            "ppr:1:core",
-            "--bind-to",
-            "core",
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let (o, v) = plan_json(&[
+        "--synthetic",
+        NODE,
+        "--restrict",
+        "4-11",
+        "--map-by",
+        "ppr:1:core",
+        "--bind-to",
+        "core",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
     let cpus: Vec<Value> = v["ranks"]
         .as_array()
         .expect("ranks")
@@ -313,25 +256,18 @@ fn plan_shows_each_ranks_devices() {
     assert_eq!(v["ranks"][1]["nics"], serde_json::json!([]));
     // The 2-socket Intel: the ConnectX is every rank's NIC.
     let intel = topo("32em64t-2n8c2t-pci-normalio.xml");
-    let o = lama(
-        &[
-            "plan",
-            "--topology",
-            &intel,
-            "--np",
-            "2",
-            "--map",
-            "scbnh",
-            "--bind",
-            "1c",
-            "--nics",
-            "1",
-            "--format",
-            "json",
-        ],
-        &[],
-    );
-    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let (_, v) = plan_json(&[
+        "--topology",
+        &intel,
+        "--np",
+        "2",
+        "--map",
+        "scbnh",
+        "--bind",
+        "1c",
+        "--nics",
+        "1",
+    ]);
     assert_eq!(v["ranks"][0]["nics"], serde_json::json!(["mlx5_0"]));
     assert_eq!(v["ranks"][1]["nics"], serde_json::json!(["mlx5_0"]));
     // Errors: too many, synthetic nodes, a bad weights file.
@@ -377,26 +313,19 @@ fn plan_shows_each_ranks_openmp_places() {
     assert_eq!(v["ranks"][1]["threads"], 2);
     assert_eq!(v["ranks"][1]["omp_proc_bind"], "close");
     // Nine threads on a socket of eight hardware threads: never stacked.
-    let o = lama(
-        &[
-            "plan",
-            "--synthetic",
-            NODE,
-            "--map",
-            "sbnch",
-            "--bind",
-            "1s",
-            "--np",
-            "1",
-            "--threads",
-            "9",
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let (o, v) = plan_json(&[
+        "--synthetic",
+        NODE,
+        "--map",
+        "sbnch",
+        "--bind",
+        "1s",
+        "--np",
+        "1",
+        "--threads",
+        "9",
+    ]);
     assert_eq!(o.status.code(), Some(3));
-    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert_eq!(v["error"]["kind"], "threads");
     assert_eq!(
         lama(&["plan", "--threads", "zero"], &[]).status.code(),

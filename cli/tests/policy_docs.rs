@@ -5,29 +5,11 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use lama::idset::format_list;
 use serde_json::Value;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// A cpulist of ascending CPUs, ranges joined.
-fn list(cpus: &[u64]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        out.push(if j > i {
-            format!("{}-{}", cpus[i], cpus[j])
-        } else {
-            cpus[i].to_string()
-        });
-        i = j + 1;
-    }
-    out.join(",")
 }
 
 #[test]
@@ -68,13 +50,13 @@ fn every_worked_example_is_what_lama_plan_prints() {
         let got_cpus: Vec<String> = ranks
             .iter()
             .map(|r| {
-                let c: Vec<u64> = r["cpus"]
+                let c: Vec<u32> = r["cpus"]
                     .as_array()
                     .expect("cpus")
                     .iter()
-                    .filter_map(Value::as_u64)
+                    .filter_map(|c| c.as_u64().and_then(|c| u32::try_from(c).ok()))
                     .collect();
-                list(&c)
+                format_list(&c)
             })
             .collect();
         let got_gpus: Vec<String> = ranks

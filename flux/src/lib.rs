@@ -20,7 +20,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
 use lama::flux_job::{flux_words, settings, user_options};
-use lama::slurm_step::{GpuVisibility, Options, Settings, ThreadRequest};
+use lama::slurm_step::{GpuVisibility, Options, Placing, Settings, ThreadRequest};
 
 #[path = "../../spank/src/affinity.rs"]
 mod affinity;
@@ -36,8 +36,6 @@ struct Config {
     user: Options,
     /// Whether lama places this job's tasks.
     placing: bool,
-    /// Whether the automatic policy places them (`lama.policy=auto`, or the site's).
-    auto: bool,
     /// `lama.mem=local`: each task's memory bound to its CPUs' NUMA nodes.
     mem: bool,
     /// NICs and GPUs per task.
@@ -100,12 +98,8 @@ fn init(plugin: Plugin) -> Result<(), String> {
             user.map = Some(map);
         }
     }
-    let auto = settings.auto(&user).map_err(|e| e.to_string())?;
-    let placing = auto
-        || settings
-            .request(&user, None)
-            .map_err(|e| e.to_string())?
-            .is_some();
+    let how = settings.placing(&user, None).map_err(|e| e.to_string())?;
+    let (placing, auto) = (how != Placing::LeftAlone, how == Placing::Policy);
     let mem = settings.mem(&user).map_err(|e| e.to_string())?;
     let devices = settings.devices(&user).map_err(|e| e.to_string())?;
     let threads = settings.threads(&user).map_err(|e| e.to_string())?;
@@ -130,7 +124,6 @@ fn init(plugin: Plugin) -> Result<(), String> {
         settings,
         user,
         placing,
-        auto,
         mem,
         devices,
         threads,

@@ -13,7 +13,7 @@ use lama::openmp::plan_threads;
 use lama::policy::gpus_of;
 use lama::slurm_step::{
     auto_devices, auto_threads, auto_workers, choose_among, cores_to_cpus, place_auto, place_node,
-    usable_cpus, TaskBinding,
+    usable_cpus, Placing, TaskBinding,
 };
 use lama::NodeTopology;
 use serde_json::Value;
@@ -176,14 +176,16 @@ impl Node {
     ) -> Result<(), String> {
         let ids = own.task_ids();
         let s = &config.settings;
-        let req = if config.auto {
-            None
-        } else {
-            let r = s.request(&config.user, Some(ids.len()));
-            Some(
-                r.map_err(|e| e.to_string())?
-                    .ok_or("no placement asked for")?,
-            )
+        // A map's request, or none for the automatic policy.
+        let req = match s
+            .placing(&config.user, Some(ids.len()))
+            .map_err(|e| e.to_string())?
+        {
+            Placing::Map(r) => Some(r),
+            Placing::Policy => None,
+            Placing::LeftAlone => {
+                return Err("internal error: lama was to place this job, but its options ask for no placement (a bug in lama)".into())
+            }
         };
         let (topo, loc) = topology(shell, config)?;
         phase(if self.bind {

@@ -196,22 +196,18 @@ pub fn cores_per_node(r: &Value) -> Result<Vec<String>, String> {
 /// is written in `CUDA_VISIBLE_DEVICES` (or its vendor's variable) with Flux's own index.
 pub fn given_gpus(loc: &Locality, ids: &str) -> Result<AllowedGpus, String> {
     let ids = parse_list(ids).map_err(|e| format!("the job's GPUs on this node: {e}"))?;
-    let gpus = loc.candidates(Kind::Gpu, None);
-    let mut out = AllowedGpus {
-        devices: Vec::new(),
-        entries: Vec::new(),
-    };
-    for id in ids {
-        let &d = gpus.get(id as usize).ok_or_else(|| {
-            format!(
-                "Flux gave the job GPU {id} on this node, but its topology has {} GPU(s); is the instance's resource configuration describing this node as hwloc sees it?",
-                gpus.len()
-            )
-        })?;
-        out.devices.push(d);
-        out.entries.push((d, id.to_string()));
-    }
-    Ok(out)
+    let devices = loc.gpus_numbered(&ids).map_err(|id| {
+        format!(
+            "Flux gave the job GPU {id} on this node, but its topology has {} GPU(s); is the instance's resource configuration describing this node as hwloc sees it?",
+            loc.candidates(Kind::Gpu, None).len()
+        )
+    })?;
+    let entries = devices
+        .iter()
+        .zip(&ids)
+        .map(|(&d, id)| (d, id.to_string()))
+        .collect();
+    Ok(AllowedGpus { devices, entries })
 }
 
 /// The `lama` task-map scheme (`flux run -o taskmap=lama:MAP`): the job's tasks laid out across

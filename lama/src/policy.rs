@@ -406,9 +406,9 @@ pub fn describe(node: &NodeTopology, gpus: &[PolicyGpu], tasks: &[AutoTask]) -> 
     out
 }
 
-/// Expert options (`map`, `bind`, `mppr`) that give the same CPUs to every task on `node` as
-/// the policy did, when a common one does (checked by placing them).
-pub fn equivalent(node: &NodeTopology, tasks: &[AutoTask]) -> Option<[String; 3]> {
+/// An expert request (`map`, `bind`, `mppr`) that gives the same CPUs to every task on `node` as
+/// the policy did, when a common one does (checked by placing it).
+pub fn equivalent(node: &NodeTopology, tasks: &[AutoTask]) -> Option<Request> {
     let n = tasks.len();
     let first = tasks.first()?;
     let width = first.cpus.len();
@@ -443,8 +443,7 @@ pub fn equivalent(node: &NodeTopology, tasks: &[AutoTask]) -> Option<[String; 3]
                 let Ok(p) = plan(&[node], &req) else { continue };
                 let same = (0..n).all(|r| p.cpus(r, &[node]) == tasks[r].cpus);
                 if same {
-                    let m = mppr.clone().unwrap_or_else(|| "-".into());
-                    return Some([map.to_string(), bind.clone(), m]);
+                    return Some(req);
                 }
             }
         }

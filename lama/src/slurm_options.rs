@@ -143,6 +143,17 @@ impl Options {
 const EXPERT: [Input; 4] = [Input::Map, Input::Bind, Input::Mppr, Input::Order];
 const SIMPLE: [Input; 3] = [Input::MapBy, Input::BindTo, Input::RankBy];
 
+/// How a step is placed ([`Settings::placing`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placing {
+    /// Not by lama: the step runs as without it (with `TASK_MAP` unless `--lama-off`).
+    LeftAlone,
+    /// By a map, expert or simple.
+    Map(Request),
+    /// By the automatic policy.
+    Policy,
+}
+
 /// When placement applies (`apply=` in `plugstack.conf`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Apply {
@@ -189,25 +200,42 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// The request for a step given the user's options, or `None` when lama leaves the step
-    /// alone (`--lama-off`, or no option under `apply=requested`). `np` is the number of tasks
-    /// to place (`None` only checks the options, as srun does before launch).
+    /// How a step is placed given the user's options: by a map ([`Placing::Map`], its request),
+    /// by the automatic policy ([`Settings::auto`]), or not at all (`--lama-off`,
+    /// `--lama-policy=none` without a map, or no option under `apply=requested`). `np` is the
+    /// number of tasks to place (`None` only checks the options, as srun does before launch).
     ///
     /// User options replace the defaults option by option when both are of the same kind
     /// (expert or simple); options of the other kind replace all the defaults.
-    ///
-    /// `None` too when the automatic policy places the step ([`Settings::auto`]).
-    pub fn request(&self, user: &Options, np: Option<usize>) -> Result<Option<Request>, StepError> {
-        if user.off || (self.apply == Apply::Requested && !user.any()) {
-            return Ok(None);
+    pub fn placing(&self, user: &Options, np: Option<usize>) -> Result<Placing, StepError> {
+        if user.off {
+            return Ok(Placing::LeftAlone);
         }
         // Checked only where a policy was named: the usual step stays on the short path.
         if user.policy.is_some() || self.defaults.policy.is_some() {
-            // `--lama-policy=none` without a map: no placement, as without lama.
-            if self.auto(user)? || (user.policy.is_some() && user.kinds() == [false, false, true]) {
-                return Ok(None);
+            if self.auto(user)? {
+                return Ok(Placing::Policy);
+            }
+            if user.policy.is_some() && user.kinds() == [false, false, true] {
+                return Ok(Placing::LeftAlone);
             }
         }
+        if self.apply == Apply::Requested && !user.any() {
+            return Ok(Placing::LeftAlone);
+        }
+        self.map_request(user, np).map(Placing::Map)
+    }
+
+    /// The map request for a step, or `None` when it is not placed by a map ([`Self::placing`]).
+    pub fn request(&self, user: &Options, np: Option<usize>) -> Result<Option<Request>, StepError> {
+        Ok(match self.placing(user, np)? {
+            Placing::Map(r) => Some(r),
+            Placing::Policy | Placing::LeftAlone => None,
+        })
+    }
+
+    /// The user's map options over the site's defaults, as one request.
+    fn map_request(&self, user: &Options, np: Option<usize>) -> Result<Request, StepError> {
         let (ue, us) = (user.expert_names(), user.simple_names());
         if let (Some(e), Some(s)) = (ue.first(), us.first()) {
             return Err(StepError::Option(format!(
@@ -244,7 +272,7 @@ impl Settings {
             verbose: user.verbose || self.verbose,
             off: false,
         };
-        build(&merged, np).map(Some).map_err(|e| {
+        build(&merged, np).map_err(|e| {
             let mut msg = e.message("--lama-");
             let used: Vec<String> = EXPERT
                 .iter()

@@ -19,8 +19,8 @@ use crate::taskmap::TaskMap;
 use crate::topology::NodeTopology;
 
 pub use crate::slurm_options::{
-    env_name, mem_bind_conflict, Apply, GpuVisibility, OptionInfo, Options, SettingInfo, Settings,
-    ThreadRequest, ENV_PREFIX, OMP_VARIABLES, OPTIONS, SETTINGS,
+    env_name, mem_bind_conflict, Apply, GpuVisibility, OptionInfo, Options, Placing, SettingInfo,
+    Settings, ThreadRequest, ENV_PREFIX, OMP_VARIABLES, OPTIONS, SETTINGS,
 };
 
 /// Why a step cannot be placed, in words for the user.
@@ -258,12 +258,14 @@ pub fn policy_summary(
 ) -> String {
     let mut out = crate::policy::describe(topo, gpus, placed);
     match crate::policy::equivalent(topo, placed) {
-        Some([map, bind, mppr]) => {
+        Some(req) => {
             out.push_str(&format!(
-                "; the same CPUs as --lama-map={map} --lama-bind={bind}"
+                "; the same CPUs as --lama-map={} --lama-bind={}",
+                req.map_string(),
+                req.bind
             ));
-            if mppr != "-" {
-                out.push_str(&format!(" --lama-mppr={mppr}"));
+            if !req.mppr.is_empty() {
+                out.push_str(&format!(" --lama-mppr={}", req.mppr_string()));
             }
         }
         None => out.push_str("; no --lama-map/--lama-bind/--lama-mppr gives the same CPUs"),

@@ -1,10 +1,9 @@
-//! The automatic policy's invariants on every real machine of tests/topologies (work in
-//! progress on this branch: issue 29).
+//! The automatic policy's invariants on every real machine of tests/topologies: the whole
+//! machine for every task count, and random steps (proptest).
 
 use std::path::PathBuf;
 
-use lama::locality::{Kind, Locality};
-use lama::policy::{auto, domains, PolicyGpu};
+use lama::policy::{auto, domains, gpus_of, PolicyGpu};
 use lama::NodeTopology;
 
 fn xmls() -> Vec<PathBuf> {
@@ -21,22 +20,7 @@ fn xmls() -> Vec<PathBuf> {
 /// The whole machine (some files allow only a few CPUs) and its GPUs.
 fn load(path: &std::path::Path) -> (NodeTopology, Vec<PolicyGpu>) {
     let (node, loc) = NodeTopology::from_xml_file_with_devices(path, true).expect("topology");
-    (node, gpus_of(&loc))
-}
-
-fn gpus_of(loc: &Locality) -> Vec<PolicyGpu> {
-    let mut out = Vec::new();
-    for (i, d) in loc.devices().iter().enumerate() {
-        if d.kind == Kind::Gpu {
-            let mut cpus = loc
-                .place(d.place)
-                .map(|p| p.cpus.to_vec())
-                .unwrap_or_default();
-            cpus.sort_unstable();
-            out.push(PolicyGpu { device: i, cpus });
-        }
-    }
-    out
+    (node, gpus_of(&loc, None))
 }
 
 #[test]
@@ -112,12 +96,6 @@ fn same_answer_every_time() {
     let a = auto(&node, &gpus, 4, 1, false).expect("place");
     let b = auto(&node, &gpus, 4, 1, false).expect("place");
     assert_eq!(a, b);
-    for t in &a {
-        eprintln!(
-            "cpus {:?} gpus {:?} domains {:?}",
-            t.cpus, t.gpus, t.domains
-        );
-    }
 }
 
 /// Every machine, read once.

@@ -23,7 +23,7 @@ use lama::openmp::plan_threads;
 use lama::slurm_layout::StepEnv;
 use lama::slurm_step::{
     check_step_map, choose_devices, cores_to_cpus, place_node, usable_cpus, GpuVisibility,
-    MapCheck, NodeDevices, Options, Settings, TaskBinding,
+    MapCheck, NodeDevices, Options, Placing, Settings, TaskBinding,
 };
 use lama::taskmap::{rfc34, TaskMap};
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle};
@@ -167,9 +167,10 @@ impl Lama {
         let nodeid = spank.job_nodeid().unwrap_or_default();
         // A map left in the job's environment would describe another step.
         let _ = spank.unsetenv("TASK_MAP");
-        let asked = !matches!(self.settings.request(&self.user, None), Ok(None))
-            || !matches!(self.settings.auto(&self.user), Ok(false))
-            || !matches!(self.settings.devices(&self.user), Ok((0, 0)))
+        let asked = !matches!(
+            self.settings.placing(&self.user, None),
+            Ok(Placing::LeftAlone)
+        ) || !matches!(self.settings.devices(&self.user), Ok((0, 0)))
             || !matches!(self.settings.threads(&self.user), Ok(None));
         let note = asked.then(|| lama::launcher::daemon_note(what));
         if let Some(n) = &note {
@@ -207,8 +208,10 @@ impl Lama {
             // Fatal only when this step asks lama to place; otherwise the step runs as it would
             // without lama, without TASK_MAP.
             Err(e) => {
-                match self.settings.request(&self.user, None) {
-                    Ok(None) => st.warning = Some(format!("TASK_MAP not exported: {e}")),
+                match self.settings.placing(&self.user, None) {
+                    Ok(Placing::LeftAlone) => {
+                        st.warning = Some(format!("TASK_MAP not exported: {e}"))
+                    }
                     _ => st.failure = Some(e),
                 }
                 return st;
@@ -274,24 +277,17 @@ impl Lama {
         }
         st.local_ranks = ranks.clone();
         st.lap("TASK_MAP");
-        // Only where a policy was named: the usual step stays on the short path (spank/hot.ld).
-        let named = self.user.policy.is_some() || self.settings.defaults.policy.is_some();
-        let auto = if named {
-            self.settings.auto(&self.user)
-        } else {
-            Ok(false)
-        };
-        match self.settings.request(&self.user, Some(ranks.len())) {
-            Ok(None) if matches!(auto, Ok(true)) => {
+        match self.settings.placing(&self.user, Some(ranks.len())) {
+            Ok(Placing::LeftAlone) => {}
+            Ok(Placing::Map(req)) => {
                 st.placing = true;
-                if let Err(e) = self.place_auto(spank, &ranks, &mut st) {
+                if let Err(e) = self.place(spank, &req, &ranks, &mut st) {
                     st.failure = Some(e);
                 }
             }
-            Ok(None) => {}
-            Ok(Some(req)) => {
+            Ok(Placing::Policy) => {
                 st.placing = true;
-                if let Err(e) = self.place(spank, &req, &ranks, &mut st) {
+                if let Err(e) = self.place_auto(spank, &ranks, &mut st) {
                     st.failure = Some(e);
                 }
             }
@@ -501,7 +497,7 @@ unsafe impl Plugin for Lama {
                 .collect();
             self.user = options::user_options(&env).map_err(|e| fail(&e))?;
             self.settings
-                .request(&self.user, None)
+                .placing(&self.user, None)
                 .map_err(|e| fail(&e.to_string()))?;
             let (_, gpus) = self
                 .settings

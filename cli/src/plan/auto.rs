@@ -35,22 +35,18 @@ pub fn block(np: usize, nodes: usize) -> Vec<Vec<u32>> {
 
 /// The GPUs `--step-gpus` names among the node's (all of them without it).
 fn step_gpus(loc: &Locality, list: Option<&str>) -> Result<Vec<PolicyGpu>, String> {
-    let all = loc.candidates(Kind::Gpu, None);
     let chosen = match list.map(str::trim) {
         None => return Ok(gpus_of(loc, None)),
         Some("none") => Vec::new(),
-        Some(l) => parse_list(l)
-            .map_err(|e| format!("--step-gpus '{l}': {e}"))?
-            .into_iter()
-            .map(|i| {
-                all.get(i as usize).copied().ok_or_else(|| {
-                    format!(
-                        "--step-gpus '{l}': the node has {} GPU(s), numbered from 0",
-                        all.len()
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?,
+        Some(l) => {
+            let ids = parse_list(l).map_err(|e| format!("--step-gpus '{l}': {e}"))?;
+            loc.gpus_numbered(&ids).map_err(|_| {
+                format!(
+                    "--step-gpus '{l}': the node has {} GPU(s), numbered from 0",
+                    loc.candidates(Kind::Gpu, None).len()
+                )
+            })?
+        }
     };
     Ok(gpus_of(loc, Some(&chosen)))
 }

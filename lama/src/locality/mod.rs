@@ -565,4 +565,13 @@ impl Locality {
         }
         of_kind
     }
+
+    /// The GPUs numbered `ids` among the node's GPUs in hwloc's order (0 for the first), as Flux
+    /// and `lama plan --step-gpus` number them; the first id beyond the node's GPUs is the error.
+    pub fn gpus_numbered(&self, ids: &[u32]) -> Result<Vec<usize>, u32> {
+        let gpus = self.candidates(Kind::Gpu, None);
+        ids.iter()
+            .map(|&id| gpus.get(id as usize).copied().ok_or(id))
+            .collect()
+    }
 }

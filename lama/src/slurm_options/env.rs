@@ -103,10 +103,11 @@ impl Options {
         if let Some(v) = &self.gpu_visibility {
             GpuVisibility::parse(&env_name("gpu-visibility"), v).map_err(bad)?;
         }
-        for (key, v) in [("policy", &self.policy), ("mem", &self.mem)] {
-            if let Some(v) = v {
-                super::policy::check_value(&env_name(key), v).map_err(bad)?;
-            }
+        if let Some(v) = &self.policy {
+            super::policy::policy_value(&env_name("policy"), v).map_err(bad)?;
+        }
+        if let Some(v) = &self.mem {
+            super::policy::mem_value(&env_name("mem"), v).map_err(bad)?;
         }
         if self.policy.is_some() && (!e.is_empty() || !s.is_empty()) {
             return Err(bad(format!(

@@ -94,8 +94,12 @@ impl Settings {
                     s.defaults.set(key, Some(value));
                 }
                 "omp-override" => s.defaults.omp_override = yes_no(key, value)?,
-                "policy" | "mem" => {
-                    policy::check_value(key, value).map_err(StepError::Setting)?;
+                "policy" => {
+                    policy::policy_value(key, value).map_err(StepError::Setting)?;
+                    s.defaults.set(key, Some(value));
+                }
+                "mem" => {
+                    policy::mem_value(key, value).map_err(StepError::Setting)?;
                     s.defaults.set(key, Some(value));
                 }
                 _ => {

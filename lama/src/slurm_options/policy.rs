@@ -28,32 +28,44 @@ impl Options {
     }
 }
 
-/// Checks a `policy` or `mem` value; `key` is the option's name as the caller spells it
-/// (`policy`, `--lama-policy`, ...).
-pub(super) fn check_value(key: &str, value: &str) -> Result<bool, String> {
-    let (on, valid) = if key.ends_with("policy") {
-        ("auto", "auto (place with no map to write) or none")
-    } else {
-        (
-            "local",
-            "local (each task's memory on the NUMA domains of its CPUs) or none",
-        )
-    };
+/// Whether a `policy` value is `auto` (else `none`); `spelled` is how the caller names the
+/// option in messages (`policy`, `--lama-policy`, `SLURM_LAMA_POLICY`).
+pub(super) fn policy_value(spelled: &str, value: &str) -> Result<bool, String> {
+    switch(
+        spelled,
+        value,
+        "auto",
+        "auto (place with no map to write) or none",
+    )
+}
+
+/// Whether a `mem` value is `local` (else `none`), as [`policy_value`].
+pub(super) fn mem_value(spelled: &str, value: &str) -> Result<bool, String> {
+    switch(
+        spelled,
+        value,
+        "local",
+        "local (each task's memory on the NUMA domains of its CPUs) or none",
+    )
+}
+
+/// `on` or `none`.
+fn switch(spelled: &str, value: &str, on: &str, valid: &str) -> Result<bool, String> {
     match value.trim() {
         v if v == on => Ok(true),
         "none" => Ok(false),
-        _ => Err(format!("invalid {key} '{value}'; valid: {valid}")),
+        _ => Err(format!("invalid {spelled} '{value}'; valid: {valid}")),
     }
 }
 
 /// Refuses `plugstack.conf` defaults that `policy=auto` would leave unused.
 pub(super) fn check_defaults(d: &Options) -> Result<(), StepError> {
     let auto = match &d.policy {
-        Some(v) => check_value("policy", v).map_err(StepError::Setting)?,
+        Some(v) => policy_value("policy", v).map_err(StepError::Setting)?,
         None => false,
     };
     if let Some(v) = &d.mem {
-        check_value("mem", v).map_err(StepError::Setting)?;
+        mem_value("mem", v).map_err(StepError::Setting)?;
     }
     let mut others: Vec<&str> = d.expert_names();
     others.extend(d.simple_names());
@@ -79,11 +91,11 @@ impl Settings {
         }
         let (asked, site) = match (&user.policy, &self.defaults.policy) {
             (Some(v), _) => (
-                check_value("--lama-policy", v).map_err(StepError::Option)?,
+                policy_value("--lama-policy", v).map_err(StepError::Option)?,
                 false,
             ),
             (None, Some(v)) if user.first_map_option().is_none() => {
-                (check_value("policy", v).map_err(StepError::Setting)?, true)
+                (policy_value("policy", v).map_err(StepError::Setting)?, true)
             }
             _ => (false, false),
         };
@@ -115,8 +127,8 @@ impl Settings {
             return Ok(false);
         }
         match (&user.mem, &self.defaults.mem) {
-            (Some(v), _) => check_value("--lama-mem", v).map_err(StepError::Option),
-            (None, Some(v)) => check_value("mem", v).map_err(StepError::Setting),
+            (Some(v), _) => mem_value("--lama-mem", v).map_err(StepError::Option),
+            (None, Some(v)) => mem_value("mem", v).map_err(StepError::Setting),
             (None, None) => Ok(false),
         }
     }
