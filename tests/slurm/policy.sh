@@ -63,6 +63,16 @@ got=$(run -N1 -w n1 -n2 --gres=gpu:2 --lama-policy=auto bash "$work/task.sh" 2>"
 read -r a ca ga _ <<<"$(sed -n 1p <<<"$got")"; read -r b cb gb _ <<<"$(sed -n 2p <<<"$got")"
 if [ "$a $b" = "0 1" ] && [ "$cb" = "$((ca + 1))" ] && [ "$ga $gb" = "cuda0 cuda1" ] && [ "$slurm" = "0,1" ]; then ok "policy auto on a shared node: one hardware thread and one of the step's GPUs (0,1) per task"
 else not_ok "policy auto on a shared node" "step GPUs: $slurm" "$got" "$(cat "$work/err")"; fi
+# The option given to salloc reaches the job's steps (as sbatch's does): the CPU-only 2-task case.
+got=$(timeout 120 salloc -N1 -w n1 --exclusive --lama-policy=auto srun -n2 bash "$work/task.sh" 2>"$work/err" | sort -n)
+want=$(want_for 2 no)
+if [ "$got" = "$want" ]; then ok "salloc --lama-policy=auto: the job's step is placed by the policy"
+else not_ok "salloc --lama-policy=auto" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+# Shared node, CPU-only: the step's one core, one hardware thread per task, no GPU.
+got=$(run -N1 -w n1 -n2 --lama-policy=auto bash "$work/task.sh" 2>"$work/err" | sort -n)
+read -r a ca ga _ <<<"$(sed -n 1p <<<"$got")"; read -r b cb gb _ <<<"$(sed -n 2p <<<"$got")"
+if [ "$a $b" = "0 1" ] && [ "$cb" = "$((ca + 1))" ] && [ "$ga $gb" = "none none" ]; then ok "policy auto on a shared node, CPU-only: one hardware thread of the step's core per task"
+else not_ok "policy auto on a shared node, CPU-only" "$got" "$(cat "$work/err")"; fi
 # --lama-verbose says what the policy chose, once per node.
 out=$(timeout 120 salloc -N1 -w n1 --exclusive --gres=gpu:4 srun -n4 --lama-policy=auto --lama-verbose true 2>&1)
 if [ "$(grep -c '^lama: policy auto on n1 (node 0): 4 task(s) over 2 of 2 NUMA domain(s) by the step.s 4 GPU(s) (2+2), 2 CPU(s) each' <<<"$out")" = 1 ]; then
