@@ -78,6 +78,7 @@ for r in "${releases[@]}"; do
     tests/slurm/mpi.sh target/debug/lama "$plugin"
     tests/slurm/launchers.sh target/debug/lama "$plugin"
     tests/slurm/policy.sh target/debug/lama "$plugin"
+    tests/slurm/docs.sh target/debug/lama "$plugin"
     tests/slurm/faults.sh target/debug/lama "$plugin"
     tests/slurm/load.sh target/debug/lama "$plugin"
     tests/slurm/scale.sh target/debug/lama "$plugin"

@@ -1,7 +1,9 @@
 //! The docs stay true: every relative link in the Markdown pages (README, BENCHMARKS, docs/)
 //! names a file that exists and, with `#anchor`, a heading of that page (GitHub's anchors);
 //! and every `$ lama ...` example in a code block prints what the page shows, output then
-//! messages, as a terminal shows them (a `...` line stands for any lines). Examples of `srun` and `flux run` are checked by the cluster tests.
+//! messages, as a terminal shows them (a `...` line stands for any lines). Examples of other
+//! commands (`srun`, `flux run`) carry a mark that the cluster tests run them by
+//! (`tests/examples.py`); this test makes sure none is left without one.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -196,6 +198,61 @@ fn every_lama_example_prints_what_the_page_shows() {
     }
     assert!(count > 0, "no example found");
     assert!(bad.is_empty(), "{}", bad.join("\n\n"));
+}
+
+/// Every other example (`$ srun`, `$ flux run`, ...) follows a mark naming the cluster test that
+/// runs it and the hardware its nodes are declared as: `<!-- example: slurm|flux XML [gpus=N] -->`.
+#[test]
+fn every_cluster_example_is_marked_for_the_cluster_tests() {
+    let mut count = 0;
+    let mut bad = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).expect("page");
+        let lines: Vec<&str> = text.lines().collect();
+        let mut fenced = false;
+        for (i, l) in lines.iter().enumerate() {
+            if l.trim_start().starts_with("```") {
+                fenced = !fenced;
+                if !fenced {
+                    continue;
+                }
+                let Some(cmd) = lines.get(i + 1).and_then(|c| c.strip_prefix("$ ")) else {
+                    continue;
+                };
+                if cmd.starts_with("lama ") {
+                    continue;
+                }
+                let kind = if cmd.starts_with("flux ") {
+                    "flux"
+                } else {
+                    "slurm"
+                };
+                let mark = i.checked_sub(1).map(|m| lines[m].trim()).unwrap_or("");
+                let words: Vec<&str> = mark
+                    .strip_prefix("<!-- example: ")
+                    .and_then(|m| m.strip_suffix(" -->"))
+                    .map(|m| m.split(' ').collect())
+                    .unwrap_or_default();
+                let known = matches!(words.as_slice(), [k, xml] | [k, xml, _]
+                    if *k == kind && root().join("tests/topologies").join(xml).is_file())
+                    && words.get(2).is_none_or(|g| {
+                        g.strip_prefix("gpus=")
+                            .is_some_and(|n| n.parse::<u32>().is_ok())
+                    });
+                count += 1;
+                if !known {
+                    bad.push(format!(
+                        "{}:{}: $ {cmd}\n  needs the line before its block to be \
+                         <!-- example: {kind} XML [gpus=N] -->, XML in tests/topologies/ (found: {mark:?})",
+                        page.display(),
+                        i + 2
+                    ));
+                }
+            }
+        }
+    }
+    assert!(count > 0, "no cluster example found");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 #[test]

@@ -26,9 +26,16 @@ machine() {
 }
 
 if [ -z "${LAMA_FLUX_XML:-}" ]; then
-  machine 32em64t-2n8c2t-pci-normalio.xml 0
-  machine 64intel64-fakeKNL-SNC4-hybrid.xml 0
-  machine power8gpudistances.xml 4
+  machines="32em64t-2n8c2t-pci-normalio.xml 0
+64intel64-fakeKNL-SNC4-hybrid.xml 0
+power8gpudistances.xml 4"
+  while read -r xml gpus; do machine "$xml" "$gpus" </dev/null; done <<<"$machines"
+  # Every `flux run` example of the docs runs in one of these instances (below).
+  examples=$(python3 "$top/tests/examples.py" setups flux)
+  [ -n "$examples" ] || not_ok "flux run examples in the docs: none marked"
+  while read -r xml gpus; do
+    grep -qxF "$xml $gpus" <<<"$machines" || not_ok "docs example set-up '$xml gpus=$gpus': no instance here declares it"
+  done <<<"$examples"
   exit 0
 fi
 xml=$LAMA_FLUX_XML
@@ -87,3 +94,11 @@ if [ "$LAMA_FLUX_GPUS" -gt 0 ]; then
     ok "declared $name: lama.gpus=2 in a job given one GPU: the job fails, the exception says why"
   else not_ok "declared $name: too few GPUs" "$(cat "$work/out" "$work/err")"; fi
 fi
+
+# The docs' `flux run` examples marked for this machine, run where a user would: a directory
+# holding their ./app and a lama.lua that loads the plugin (here with the XML as its topology).
+mkdir -p "$work/run"
+printf '#!/bin/sh\nexit 0\n' > "$work/run/app"
+chmod +x "$work/run/app"
+cp "$LAMA_FLUX_RC" "$work/run/lama.lua"
+(cd "$work/run" && PATH=$(dirname "$flux"):$PATH python3 "$top/tests/examples.py" run flux "$name.xml" "$LAMA_FLUX_GPUS" </dev/null)
