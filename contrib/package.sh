@@ -90,7 +90,7 @@ Version: $version
 Architecture: $arch
 Maintainer: lama developers <lama-devel@lists.example.org>
 Installed-Size: $size
-Depends: $shlibs, slurm-client (>= $slurm), slurm-client (<< $next~)
+Depends: $shlibs, slurm-client (>= $slurm) | slurm-smd-client (>= $slurm), slurm-client (<< $next~) | slurm-smd-client (<< $next~)
 Enhances: slurmd
 Section: admin
 Priority: optional

@@ -2,7 +2,8 @@
 # The packages as an admin uses them: builds the Debian package, installs it with dpkg -i, runs
 # the sandbox cluster with the installed plugin and the installed lama (nothing from the build
 # tree), reads the manual pages, removes the package and checks that nothing it installed
-# remains; builds the RPM and checks what it requires. Debian's Slurm (the package's) must be
+# remains; builds the RPM and checks what it requires; builds a package for Slurm 24.11 and checks
+# that dpkg refuses it here. Debian's Slurm (the package's) must be
 # installed; LAMA_SANDBOX and LAMA_SANDBOX_PORT name the cluster, which this script stops.
 # Usage: tests/package.sh   (from the repository, as root)
 # Prints one "ok - ..." or "not ok - ..." line per check.
@@ -84,3 +85,22 @@ if [ -f "$rpmfile" ]; then
     ok "RPM built with rpmbuild: $(basename "$rpmfile") requires $(grep '^slurm' <<<"$req" | tr '\n' ' ')"
   else not_ok "RPM contents" "$req" "$files"; fi
 else not_ok "RPM build" "$(tail -n 30 "$work/rpm.err")"; fi
+
+# A site on another release, Debian's or SchedMD's packages (slurm-smd-client): a package built
+# against Slurm 24.11's headers requires 24.11 under either name, and dpkg refuses it on this
+# machine's 22.05 with the reason, configuring nothing.
+headers=$(ls -d "${LAMA_SHARED:-$top/../shared}"/vendor/slurm-headers/24.11.* 2>/dev/null | tail -n 1)
+if [ -z "$headers" ]; then not_ok "Slurm 24.11 headers in the shared vendor folder" "none found"
+else
+  v=${headers##*/}
+  deb=$(SLURM_INCLUDE_DIR=$headers contrib/package.sh deb 2>"$work/build.err" | tail -n 1)
+  depends=$(dpkg-deb -f "$deb" Depends 2>&1)
+  want="slurm-client (>= $v) | slurm-smd-client (>= $v), slurm-client (<< 24.12~) | slurm-smd-client (<< 24.12~)"
+  dpkg -i "$deb" >"$work/install.log" 2>&1; rc=$?
+  state=$(dpkg-query -W -f='${db:Status-Abbrev}' lama-slurm 2>/dev/null)
+  dpkg -P lama-slurm >/dev/null 2>&1
+  if [[ $depends == *"$want"* ]] && [ $rc -ne 0 ] && grep -q "lama-slurm depends on slurm-client (>= $v) | slurm-smd-client" "$work/install.log" \
+    && [ "${state:0:2}" != ii ]; then
+    ok "a package built for Slurm $v requires it from Debian's or SchedMD's packages; dpkg refuses it on $slurm, saying why"
+  else not_ok "package for Slurm $v (dpkg -i rc $rc, state '$state')" "$depends" "$(cat "$work/install.log" "$work/build.err" | tail -n 20)"; fi
+fi
