@@ -8,7 +8,7 @@ use lama::environ::{exec_limit, own_stack_limit, ExecSize, Group};
 use lama::flux_job::{cores_per_node, flux_words, given_gpus, scheme_map, RankInfo};
 use lama::hwloc::memory::Memory;
 use lama::idset::format_list;
-use lama::locality::{Locality, Weights};
+use lama::locality::{AllowedGpus, Locality, Weights};
 use lama::openmp::plan_threads;
 use lama::policy::gpus_of;
 use lama::slurm_step::{
@@ -175,9 +175,9 @@ impl Node {
         phase: &mut dyn FnMut(&'static str),
     ) -> Result<(), String> {
         let ids = own.task_ids();
-        let s = &config.settings;
         // A map's request, or none for the automatic policy.
-        let req = match s
+        let req = match config
+            .settings
             .placing(&config.user, Some(ids.len()))
             .map_err(|e| e.to_string())?
         {
@@ -204,29 +204,7 @@ impl Node {
                 let t = place_node(&topo, &cpus, req, &ids, self.verbose);
                 (t.map_err(|e| e.to_string())?, None)
             }
-            None => {
-                let (gpus, given) = match own.gpus.trim() {
-                    "" => (Vec::new(), None),
-                    ids => {
-                        let g = given_gpus(&loc, ids)?;
-                        (gpus_of(&loc, Some(&g.devices)), Some(g))
-                    }
-                };
-                let stack = config.user.oversubscribe || s.defaults.oversubscribe;
-                let workers = auto_workers(config.threads.as_ref(), None);
-                let p = place_auto(
-                    &topo,
-                    &cpus,
-                    &gpus,
-                    &ids,
-                    (workers, stack),
-                    self.verbose,
-                    self.verbose,
-                )
-                .map_err(|e| e.to_string())?;
-                self.policy = self.verbose.then(|| p.summary.clone());
-                (p.tasks, Some((p.gpus, given)))
-            }
+            None => self.place_auto(&topo, &loc, &cpus, config, own, &ids)?,
         };
         phase("placement");
         let mut groups: Vec<Vec<Group>> = tasks
@@ -234,41 +212,21 @@ impl Node {
             .map(|t| {
                 vec![Group::cpus(vec![(
                     "LAMA_CPUS".into(),
-                    lama::idset::format_list(&t.cpus),
+                    format_list(&t.cpus),
                 )])]
             })
             .collect();
         if config.threads.is_some() || auto.is_some() {
-            let replace = config.threads.is_some_and(|t| t.replace);
-            self.omp_kept = lama::slurm_step::OMP_VARIABLES
-                .into_iter()
-                .filter(|k| !replace && shell.getenv(k).is_some())
-                .collect();
-            if self.omp_kept.is_empty() {
-                let plans = match (&auto, config.threads) {
-                    (Some(_), t) => {
-                        auto_threads(&topo, &tasks, t.as_ref()).map_err(|e| e.to_string())?
-                    }
-                    (None, Some(t)) => tasks
-                        .iter()
-                        .map(|task| plan_threads(&topo, task.rank, &task.cpus, t.threads, t.bind))
-                        .collect::<Result<_, _>>()
-                        .map_err(|e| e.to_string())?,
-                    (None, None) => Vec::new(),
-                };
-                for (p, g) in plans.iter().zip(&mut groups) {
-                    g.push(Group::openmp(p.env()));
-                }
-            }
+            self.openmp(shell, config, &topo, &tasks, auto.is_some(), &mut groups)?;
             phase("OpenMP places");
         }
         if config.mem {
-            let file = s.topology.as_deref();
-            let memory = Memory::load(file).map_err(|e| e.to_string())?;
+            let memory =
+                Memory::load(config.settings.topology.as_deref()).map_err(|e| e.to_string())?;
             for (task, g) in tasks.iter().zip(&mut groups) {
-                let nodes = memory.nodes(&task.cpus);
                 if let Some(cpus) = g.first_mut() {
-                    cpus.vars.push(("LAMA_MEMS".into(), format_list(&nodes)));
+                    cpus.vars
+                        .push(("LAMA_MEMS".into(), format_list(&memory.nodes(&task.cpus))));
                 }
             }
             self.memory = Some(memory);
@@ -278,45 +236,7 @@ impl Node {
             .as_ref()
             .is_some_and(|(g, _)| g.iter().any(|t| !t.is_empty()));
         if config.devices != (0, 0) || auto_gpus {
-            let weights = match &s.weights {
-                Some(path) => {
-                    let text = lama::limits::read_text(path, lama::limits::MAX_WEIGHTS_BYTES)
-                        .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
-                    Some(
-                        Weights::parse(&text, &loc)
-                            .map_err(|e| format!("{}: {e}", path.display()))?,
-                    )
-                }
-                None => None,
-            };
-            let chosen = match auto {
-                Some((gpus, given)) => auto_devices(
-                    &loc,
-                    &tasks,
-                    &gpus,
-                    config.devices.0,
-                    weights.as_ref(),
-                    given,
-                ),
-                None => {
-                    let given = if config.devices.1 > 0 {
-                        Some(given_gpus(&loc, &own.gpus)?)
-                    } else {
-                        None
-                    };
-                    choose_among(&loc, &tasks, config.devices, weights.as_ref(), given)
-                }
-            }
-            .map_err(|e| e.to_string())?
-            .sharing(config.visibility);
-            for (i, g) in groups.iter_mut().enumerate() {
-                let mut vars = chosen.env(&loc, i);
-                // Flux's numbering is PCI order (gpu-affinity sets the same when it runs).
-                if vars.iter().any(|(k, _)| k == "CUDA_VISIBLE_DEVICES") {
-                    vars.push(("CUDA_DEVICE_ORDER".into(), "PCI_BUS_ID".into()));
-                }
-                g.push(Group::devices(vars));
-            }
+            devices(config, &loc, own, &tasks, auto, &mut groups)?;
             phase("devices");
         }
         self.tasks = tasks
@@ -324,6 +244,73 @@ impl Node {
             .zip(groups)
             .map(|(binding, groups)| Placed { binding, groups })
             .collect();
+        Ok(())
+    }
+
+    /// The automatic policy on this node's CPUs, with the GPUs Flux gave the job here.
+    fn place_auto(
+        &mut self,
+        topo: &NodeTopology,
+        loc: &Locality,
+        cpus: &[u32],
+        config: &Config,
+        own: &RankInfo,
+        ids: &[u32],
+    ) -> Result<(Vec<TaskBinding>, Option<PolicyGpus>), String> {
+        let (gpus, given) = match own.gpus.trim() {
+            "" => (Vec::new(), None),
+            ids => {
+                let g = given_gpus(loc, ids)?;
+                (gpus_of(loc, Some(&g.devices)), Some(g))
+            }
+        };
+        let stack = config.user.oversubscribe || config.settings.defaults.oversubscribe;
+        let workers = auto_workers(config.threads.as_ref(), None);
+        let p = place_auto(
+            topo,
+            cpus,
+            &gpus,
+            ids,
+            (workers, stack),
+            self.verbose,
+            self.verbose,
+        )
+        .map_err(|e| e.to_string())?;
+        self.policy = self.verbose.then(|| p.summary.clone());
+        Ok((p.tasks, Some((p.gpus, given))))
+    }
+
+    /// Each task's OpenMP variables (the policy's, or `lama.threads`'), unless the job has its
+    /// own and did not ask lama to override them.
+    fn openmp(
+        &mut self,
+        shell: Shell,
+        config: &Config,
+        topo: &NodeTopology,
+        tasks: &[TaskBinding],
+        auto: bool,
+        groups: &mut [Vec<Group>],
+    ) -> Result<(), String> {
+        let replace = config.threads.is_some_and(|t| t.replace);
+        self.omp_kept = lama::slurm_step::OMP_VARIABLES
+            .into_iter()
+            .filter(|k| !replace && shell.getenv(k).is_some())
+            .collect();
+        if !self.omp_kept.is_empty() {
+            return Ok(());
+        }
+        let plans = match (auto, config.threads) {
+            (true, t) => auto_threads(topo, tasks, t.as_ref()).map_err(|e| e.to_string())?,
+            (false, Some(t)) => tasks
+                .iter()
+                .map(|task| plan_threads(topo, task.rank, &task.cpus, t.threads, t.bind))
+                .collect::<Result<_, _>>()
+                .map_err(|e| e.to_string())?,
+            (false, None) => Vec::new(),
+        };
+        for (p, g) in plans.iter().zip(groups) {
+            g.push(Group::openmp(p.env()));
+        }
         Ok(())
     }
 
@@ -376,4 +363,51 @@ pub fn scheme(plugin: Plugin, args: &Args, config: &Config) -> Result<(), String
     .map_err(|e| flux_words(&e.to_string()))?;
     // The shell takes the map as a string of RFC 34 JSON.
     args.set_output(&serde_json::json!({ "taskmap": map }).to_string())
+}
+
+/// The policy's GPUs for each task (device indexes), and the GPUs Flux gave the job on the node.
+type PolicyGpus = (Vec<Vec<usize>>, Option<AllowedGpus>);
+
+/// Each task's devices: its nearest NICs and GPUs (`lama.nics`, `lama.gpus`) or the policy's
+/// GPUs, among those Flux gave the job, with the variables the runtimes read.
+fn devices(
+    config: &Config,
+    loc: &Locality,
+    own: &RankInfo,
+    tasks: &[TaskBinding],
+    auto: Option<PolicyGpus>,
+    groups: &mut [Vec<Group>],
+) -> Result<(), String> {
+    let weights = match &config.settings.weights {
+        Some(path) => {
+            let text = lama::limits::read_text(path, lama::limits::MAX_WEIGHTS_BYTES)
+                .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
+            Some(Weights::parse(&text, loc).map_err(|e| format!("{}: {e}", path.display()))?)
+        }
+        None => None,
+    };
+    let chosen = match auto {
+        Some((gpus, given)) => {
+            auto_devices(loc, tasks, &gpus, config.devices.0, weights.as_ref(), given)
+        }
+        None => {
+            let given = if config.devices.1 > 0 {
+                Some(given_gpus(loc, &own.gpus)?)
+            } else {
+                None
+            };
+            choose_among(loc, tasks, config.devices, weights.as_ref(), given)
+        }
+    }
+    .map_err(|e| e.to_string())?
+    .sharing(config.visibility);
+    for (i, g) in groups.iter_mut().enumerate() {
+        let mut vars = chosen.env(loc, i);
+        // Flux's numbering is PCI order (gpu-affinity sets the same when it runs).
+        if vars.iter().any(|(k, _)| k == "CUDA_VISIBLE_DEVICES") {
+            vars.push(("CUDA_DEVICE_ORDER".into(), "PCI_BUS_ID".into()));
+        }
+        g.push(Group::devices(vars));
+    }
+    Ok(())
 }

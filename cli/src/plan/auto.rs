@@ -73,50 +73,30 @@ pub fn render(
         bind,
         replace: false,
     });
-    let workers = auto_workers(threads.as_ref(), None);
-    let mut plans = Vec::new();
-    for (n, ranks) in block(np, nodes.len()).into_iter().enumerate() {
-        let node = nodes[n];
-        let gpus = match models[per_node[n]].1.as_ref() {
-            Some(loc) => step_gpus(loc, a.step_gpus.as_deref())
-                .map_err(|e| ("invalid-option".to_string(), e))?,
-            None => Vec::new(),
-        };
-        let placed = place_auto(
-            node,
-            &node.cpus(),
-            &gpus,
-            &ranks,
-            (workers, a.oversubscribe),
-            true,
-            true,
-        )
-        .map_err(|e| ("placement".to_string(), format!("node {n}: {e}")))?;
-        let places = auto_threads(node, &placed.tasks, threads.as_ref())
-            .map_err(|e| ("threads".to_string(), e.to_string()))?;
-        plans.push(NodePlan {
-            ranks,
-            placed,
-            places,
-        });
-    }
+    let plans = plan_nodes(a, models, per_node, np, threads.as_ref())?;
     let node_of: Vec<u32> = plans
         .iter()
         .enumerate()
         .flat_map(|(n, p)| p.ranks.iter().map(move |_| n as u32))
         .collect();
     let map = TaskMap::encode(&node_of);
+    // Each node's devices by name.
+    let names: Vec<Vec<String>> = per_node
+        .iter()
+        .map(|&m| {
+            models[m]
+                .1
+                .as_ref()
+                .map(|l| l.devices().iter().map(|d| d.name.clone()).collect())
+                .unwrap_or_default()
+        })
+        .collect();
     let gpu_names = |n: usize, g: &[usize]| -> Vec<String> {
-        let loc = models[per_node[n]].1.as_ref();
-        g.iter()
-            .filter_map(|&d| loc.and_then(|l| l.devices().get(d)).map(|d| d.name.clone()))
-            .collect()
+        g.iter().filter_map(|&d| names[n].get(d).cloned()).collect()
     };
     if a.format == PlanFormat::Json {
         let mut ranks = Vec::new();
-        let mut summaries = Vec::new();
         for (n, p) in plans.iter().enumerate() {
-            summaries.push(json!(p.placed.summary));
             for (i, t) in p.placed.tasks.iter().enumerate() {
                 ranks.push(json!({
                     "rank": t.rank,
@@ -132,7 +112,7 @@ pub fn render(
         let v = json!({
             "policy": "auto",
             "nodes": nodes.iter().map(|n| n.name()).collect::<Vec<_>>(),
-            "summary": summaries,
+            "summary": plans.iter().map(|p| json!(p.placed.summary)).collect::<Vec<_>>(),
             "ranks": ranks,
             "taskmap": rfc34::to_value(&map),
         });
@@ -167,6 +147,44 @@ pub fn render(
     }
     s.push_str(&format!("TASK_MAP={}\n", rfc34::encode_wrapped(&map)));
     Ok(s)
+}
+
+/// Each node's ranks (Slurm's block order) placed by the policy, with their OpenMP places.
+fn plan_nodes(
+    a: &PlanArgs,
+    models: &[Model],
+    per_node: &[usize],
+    np: usize,
+    threads: Option<&ThreadRequest>,
+) -> Result<Vec<NodePlan>, (String, String)> {
+    let workers = auto_workers(threads, None);
+    let mut plans = Vec::new();
+    for (n, ranks) in block(np, per_node.len()).into_iter().enumerate() {
+        let (node, loc) = &models[per_node[n]];
+        let gpus = match loc.as_ref() {
+            Some(loc) => step_gpus(loc, a.step_gpus.as_deref())
+                .map_err(|e| ("invalid-option".to_string(), e))?,
+            None => Vec::new(),
+        };
+        let placed = place_auto(
+            node,
+            &node.cpus(),
+            &gpus,
+            &ranks,
+            (workers, a.oversubscribe),
+            true,
+            true,
+        )
+        .map_err(|e| ("placement".to_string(), format!("node {n}: {e}")))?;
+        let places = auto_threads(node, &placed.tasks, threads)
+            .map_err(|e| ("threads".to_string(), e.to_string()))?;
+        plans.push(NodePlan {
+            ranks,
+            placed,
+            places,
+        });
+    }
+    Ok(plans)
 }
 
 #[cfg(test)]

@@ -393,21 +393,9 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
     };
     let devices_wanted =
         a.nics > 0 || a.gpus > 0 || a.device_weights.is_some() || a.policy.is_some();
-    let (hosts, per_node, models) = if a.from_slurm {
-        match slurm_job::job_models(devices_wanted) {
-            // One model per host, in the job's order.
-            Ok((h, models)) => (Some(h), (0..models.len()).collect(), models),
-            Err(e) => return fail(a.format.errors(), "slurm", &e, None),
-        }
-    } else {
-        let hosts = match job_hosts(&a) {
-            Ok(h) => h,
-            Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
-        };
-        match job_nodes(&a, m, hosts.as_deref()) {
-            Ok((models, per_node)) => (hosts, per_node, models),
-            Err(e) => return fail(a.format.errors(), "invalid-option", &e, None),
-        }
+    let (hosts, per_node, models) = match the_nodes(&a, m, devices_wanted) {
+        Ok(n) => n,
+        Err((kind, e)) => return fail(a.format.errors(), kind, &e, None),
     };
     if a.policy.is_some() {
         return match auto::render(&a, &models, &per_node, threads) {
@@ -448,18 +436,16 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         None
     };
     let places = match threads {
-        Some((t, b)) => {
-            let per_rank: Result<Vec<ThreadPlan>, _> = (0..p.len())
-                .map(|r| {
-                    let node = nodes[p.placements()[r].node as usize];
-                    plan_threads(node, r as u32, &p.cpus(r, &nodes), t, b)
-                })
-                .collect();
-            match per_rank {
-                Ok(v) => Some(v),
-                Err(e) => return fail(a.format.errors(), "threads", &e.to_string(), None),
-            }
-        }
+        Some((t, b)) => match (0..p.len())
+            .map(|r| {
+                let node = nodes[p.placements()[r].node as usize];
+                plan_threads(node, r as u32, &p.cpus(r, &nodes), t, b)
+            })
+            .collect::<Result<Vec<ThreadPlan>, _>>()
+        {
+            Ok(v) => Some(v),
+            Err(e) => return fail(a.format.errors(), "threads", &e.to_string(), None),
+        },
         None => None,
     };
     let extra = Extra {
@@ -471,24 +457,52 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         PlanFormat::Text => to_text(&p, &nodes, &req, &extra),
         PlanFormat::Svg => svg::svg(&drawings(&p, &nodes, &models, &per_node, extra.devices)),
         PlanFormat::Rankfile | PlanFormat::Hydra => {
-            let ranks: Vec<RankPlace> = (0..p.len())
-                .map(|r| RankPlace {
-                    node: p.placements()[r].node as usize,
-                    cpus: p.cpus(r, &nodes),
-                })
-                .collect();
-            let hosts = hosts.unwrap_or_default();
-            if a.format == PlanFormat::Rankfile {
-                rankfile(&ranks, &hosts)
-            } else {
-                match hydra_args(&ranks, &hosts) {
-                    Ok(t) => t,
-                    Err(e) => return fail(Format::Text, "launcher", &e.to_string(), None),
-                }
+            match launcher(a.format, &p, &nodes, &hosts.unwrap_or_default()) {
+                Ok(t) => t,
+                Err(e) => return fail(Format::Text, "launcher", &e, None),
             }
         }
     };
     write_out(&a, text)
+}
+
+/// The job's hosts (when known), each node's model index, and the models: the running Slurm
+/// job's (`--from-slurm`), else those the options describe. Errors carry their kind.
+#[allow(clippy::type_complexity)]
+fn the_nodes(
+    a: &PlanArgs,
+    m: Option<&ArgMatches>,
+    devices_wanted: bool,
+) -> Result<(Option<Vec<String>>, Vec<usize>, Vec<Model>), (&'static str, String)> {
+    if a.from_slurm {
+        // One model per host, in the job's order.
+        let (h, models) = slurm_job::job_models(devices_wanted).map_err(|e| ("slurm", e))?;
+        return Ok((Some(h), (0..models.len()).collect(), models));
+    }
+    let hosts = job_hosts(a).map_err(|e| ("invalid-option", e))?;
+    let (models, per_node) =
+        job_nodes(a, m, hosts.as_deref()).map_err(|e| ("invalid-option", e))?;
+    Ok((hosts, per_node, models))
+}
+
+/// An Open MPI rankfile or MPICH's mpiexec arguments for the plan.
+fn launcher(
+    format: PlanFormat,
+    p: &Plan,
+    nodes: &[&NodeTopology],
+    hosts: &[String],
+) -> Result<String, String> {
+    let ranks: Vec<RankPlace> = (0..p.len())
+        .map(|r| RankPlace {
+            node: p.placements()[r].node as usize,
+            cpus: p.cpus(r, nodes),
+        })
+        .collect();
+    if format == PlanFormat::Rankfile {
+        Ok(rankfile(&ranks, hosts))
+    } else {
+        hydra_args(&ranks, hosts).map_err(|e| e.to_string())
+    }
 }
 
 /// Writes the output to `--output` or standard output.

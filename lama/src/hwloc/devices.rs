@@ -111,182 +111,216 @@ impl Locality {
 
     /// Reads places, NUMA nodes, the `NUMALatency` matrix and devices from a loaded topology.
     pub fn from_hwloc(topo: &Topology) -> Locality {
-        // Breadth first: each depth's places in logical order, after their parents. The node
-        // cache describes such a list as a few runs of alike places.
-        let mut places = Vec::new();
-        let mut ids = HashMap::new();
-        let mut queue = VecDeque::from([(topo.root_object(), None)]);
-        while let Some((obj, parent)) = queue.pop_front() {
-            let me = places.len();
-            ids.insert(obj.global_persistent_index(), me);
-            places.push(Place {
-                parent,
-                kind: kind_name(obj.object_type()),
-                index: obj.logical_index(),
-                cpus: cpus_of(obj),
-            });
-            queue.extend(obj.normal_children().map(|c| (c, Some(me))));
-        }
-        let numa_objs: Vec<&TopologyObject> =
-            topo.objects_with_type(ObjectType::NUMANode).collect();
-        let numa: Vec<Numa> = numa_objs
-            .iter()
-            .map(|n| Numa {
-                os_index: n.os_index().unwrap_or(0) as u32,
-                cpus: cpus_of(n),
-            })
-            .collect();
-        let latency = topo
-            .distances_with_name("NUMALatency")
-            .ok()
-            .and_then(|all| all.into_iter().next())
-            .and_then(|m| {
-                let order: Vec<Option<usize>> = m
-                    .objects()
-                    .map(|o| o.and_then(|o| numa_objs.iter().position(|n| std::ptr::eq(*n, o))))
-                    .collect();
-                let k = m.num_objects();
-                let mut mat = vec![vec![0u64; numa.len()]; numa.len()];
-                let mut seen = 0;
-                for (i, oi) in order.iter().enumerate() {
-                    for (j, oj) in order.iter().enumerate() {
-                        if let (Some(a), Some(b)) = (oi, oj) {
-                            mat[*a][*b] = m.distances()[i * k + j];
-                            seen += 1;
-                        }
-                    }
-                }
-                (seen == numa.len() * numa.len()).then_some(mat)
-            });
-
-        // One device per PCI function (or per OS device without one), in hwloc's order.
-        struct Found {
-            key: String,
-            kind: Kind,
-            vendor: Vendor,
-            names: Vec<(u32, String)>,
-            ports: Vec<u32>,
-            fabric: bool,
-            pci: Option<String>,
-            place: usize,
-        }
-        let mut found: Vec<Found> = Vec::new();
-        for dev in topo.os_devices() {
-            let Some(ObjectAttributes::OSDevice(attr)) = dev.attributes() else {
-                continue;
-            };
-            let ty = attr.device_type();
-            let name = text(dev.name());
-            let pci = dev.parent().and_then(|p| match p.attributes() {
-                Some(ObjectAttributes::PCIDevice(a)) => Some((
-                    format!(
-                        "{:04x}:{:02x}:{:02x}.{:x}",
-                        a.domain(),
-                        a.bus_id(),
-                        a.bus_device(),
-                        a.function()
-                    ),
-                    a.vendor_id(),
-                )),
-                _ => None,
-            });
-            let Some((kind, vendor)) =
-                classify(ty, &text(dev.subtype()), &name, pci.as_ref().map(|p| p.1))
-            else {
-                continue;
-            };
-            let place = dev
-                .first_non_io_ancestor()
-                .and_then(|a| ids.get(&a.global_persistent_index()).copied())
-                .unwrap_or(0);
-            let key = pci.as_ref().map_or_else(|| name.clone(), |p| p.0.clone());
-            let ports: Vec<u32> = dev
-                .infos()
-                .iter()
-                .filter_map(|i| {
-                    let n = i.name().to_string_lossy();
-                    let v = i.value().to_string_lossy();
-                    let port = n
-                        .strip_prefix("Port")?
-                        .strip_suffix("State")?
-                        .parse()
-                        .ok()?;
-                    // 4 is ACTIVE; an inactive port is no use to a task.
-                    (v == "4").then_some(port)
-                })
-                .collect();
-            let rank = name_rank(kind, ty, &name);
-            let fabric = ty == OSDeviceType::OpenFabrics;
-            match found.iter_mut().find(|f| f.key == key && f.kind == kind) {
-                Some(f) => {
-                    f.names.push((rank, name));
-                    f.ports.extend(ports);
-                    f.fabric |= fabric;
-                }
-                None => found.push(Found {
-                    key,
-                    kind,
-                    vendor,
-                    names: vec![(rank, name)],
-                    ports,
-                    fabric,
-                    pci: pci.map(|p| p.0),
-                    place,
-                }),
-            }
-        }
-        let mut devices: Vec<Device> = found
+        let (places, ids) = places_of(topo);
+        let (numa, latency) = numa_of(topo);
+        let mut devices: Vec<Device> = os_devices(topo, &ids)
             .into_iter()
-            .map(|mut f| {
-                f.names.sort();
-                let name = f.names[0].1.clone();
-                let ucx = (f.kind == Kind::Nic).then(|| {
-                    if f.fabric {
-                        let port = f.ports.iter().min().copied().unwrap_or(1);
-                        format!("{name}:{port}")
-                    } else {
-                        name.clone()
-                    }
-                });
-                let index = f.names.iter().find_map(|(_, n)| {
-                    trailing_number(n, "cuda")
-                        .or_else(|| trailing_number(n, "rsmi"))
-                        .or_else(|| trailing_number(n, "ve"))
-                });
-                let nvml = f.names.iter().find_map(|(_, n)| trailing_number(n, "nvml"));
-                Device {
-                    names: f.names.into_iter().map(|(_, n)| n).collect(),
-                    name,
-                    kind: f.kind,
-                    vendor: f.vendor,
-                    index: if f.kind == Kind::Gpu {
-                        index.or(nvml)
-                    } else {
-                        None
-                    },
-                    ucx,
-                    pci: f.pci,
-                    place: f.place,
-                    fabric: f.fabric,
-                }
-            })
+            .map(Found::device)
             .collect();
-        // GPUs without a runtime-numbered name: their rank among the vendor's GPUs in PCI order,
-        // which is how the runtimes enumerate (CUDA with CUDA_DEVICE_ORDER=PCI_BUS_ID).
-        for vendor in [Vendor::Nvidia, Vendor::Amd, Vendor::Intel, Vendor::Other] {
-            let mut same: Vec<usize> = (0..devices.len())
-                .filter(|&d| devices[d].kind == Kind::Gpu && devices[d].vendor == vendor)
+        number_gpus(&mut devices);
+        Locality::new(places, numa, latency, devices)
+    }
+}
+
+/// Breadth first: each depth's places in logical order, after their parents (the node cache
+/// describes such a list as a few runs of alike places); with each object's place by its
+/// persistent index.
+fn places_of(topo: &Topology) -> (Vec<Place>, HashMap<u64, usize>) {
+    let mut places = Vec::new();
+    let mut ids = HashMap::new();
+    let mut queue = VecDeque::from([(topo.root_object(), None)]);
+    while let Some((obj, parent)) = queue.pop_front() {
+        let me = places.len();
+        ids.insert(obj.global_persistent_index(), me);
+        places.push(Place {
+            parent,
+            kind: kind_name(obj.object_type()),
+            index: obj.logical_index(),
+            cpus: cpus_of(obj),
+        });
+        queue.extend(obj.normal_children().map(|c| (c, Some(me))));
+    }
+    (places, ids)
+}
+
+/// The NUMA nodes, and their `NUMALatency` matrix in the same order when hwloc has one that
+/// covers them all.
+fn numa_of(topo: &Topology) -> (Vec<Numa>, Option<Vec<Vec<u64>>>) {
+    let numa_objs: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::NUMANode).collect();
+    let numa: Vec<Numa> = numa_objs
+        .iter()
+        .map(|n| Numa {
+            os_index: n.os_index().unwrap_or(0) as u32,
+            cpus: cpus_of(n),
+        })
+        .collect();
+    let latency = topo
+        .distances_with_name("NUMALatency")
+        .ok()
+        .and_then(|all| all.into_iter().next())
+        .and_then(|m| {
+            let order: Vec<Option<usize>> = m
+                .objects()
+                .map(|o| o.and_then(|o| numa_objs.iter().position(|n| std::ptr::eq(*n, o))))
                 .collect();
-            same.sort_by(|&a, &b| devices[a].pci.cmp(&devices[b].pci));
-            let taken: Vec<u32> = same.iter().filter_map(|&d| devices[d].index).collect();
-            let mut free = (0u32..).filter(|i| !taken.contains(i));
-            for d in same {
-                if devices[d].index.is_none() {
-                    devices[d].index = free.next();
+            let k = m.num_objects();
+            let mut mat = vec![vec![0u64; numa.len()]; numa.len()];
+            let mut seen = 0;
+            for (i, oi) in order.iter().enumerate() {
+                for (j, oj) in order.iter().enumerate() {
+                    if let (Some(a), Some(b)) = (oi, oj) {
+                        mat[*a][*b] = m.distances()[i * k + j];
+                        seen += 1;
+                    }
                 }
             }
+            (seen == numa.len() * numa.len()).then_some(mat)
+        });
+    (numa, latency)
+}
+
+/// One device as found: the OS devices of one PCI function (or one OS device without one).
+struct Found {
+    key: String,
+    kind: Kind,
+    vendor: Vendor,
+    names: Vec<(u32, String)>,
+    ports: Vec<u32>,
+    fabric: bool,
+    pci: Option<String>,
+    place: usize,
+}
+
+/// The compute and network devices, one per PCI function (or per OS device without one), in
+/// hwloc's order; `ids` places each at its first non-I/O ancestor.
+fn os_devices(topo: &Topology, ids: &HashMap<u64, usize>) -> Vec<Found> {
+    let mut found: Vec<Found> = Vec::new();
+    for dev in topo.os_devices() {
+        let Some(ObjectAttributes::OSDevice(attr)) = dev.attributes() else {
+            continue;
+        };
+        let ty = attr.device_type();
+        let name = text(dev.name());
+        let pci = dev.parent().and_then(|p| match p.attributes() {
+            Some(ObjectAttributes::PCIDevice(a)) => Some((
+                format!(
+                    "{:04x}:{:02x}:{:02x}.{:x}",
+                    a.domain(),
+                    a.bus_id(),
+                    a.bus_device(),
+                    a.function()
+                ),
+                a.vendor_id(),
+            )),
+            _ => None,
+        });
+        let Some((kind, vendor)) =
+            classify(ty, &text(dev.subtype()), &name, pci.as_ref().map(|p| p.1))
+        else {
+            continue;
+        };
+        let place = dev
+            .first_non_io_ancestor()
+            .and_then(|a| ids.get(&a.global_persistent_index()).copied())
+            .unwrap_or(0);
+        let key = pci.as_ref().map_or_else(|| name.clone(), |p| p.0.clone());
+        let ports = active_ports(dev);
+        let rank = name_rank(kind, ty, &name);
+        let fabric = ty == OSDeviceType::OpenFabrics;
+        match found.iter_mut().find(|f| f.key == key && f.kind == kind) {
+            Some(f) => {
+                f.names.push((rank, name));
+                f.ports.extend(ports);
+                f.fabric |= fabric;
+            }
+            None => found.push(Found {
+                key,
+                kind,
+                vendor,
+                names: vec![(rank, name)],
+                ports,
+                fabric,
+                pci: pci.map(|p| p.0),
+                place,
+            }),
         }
-        Locality::new(places, numa, latency, devices)
+    }
+    found
+}
+
+/// The ports of an OpenFabrics device that are up (state 4, ACTIVE): an inactive port is no
+/// use to a task.
+fn active_ports(dev: &TopologyObject) -> Vec<u32> {
+    dev.infos()
+        .iter()
+        .filter_map(|i| {
+            let n = i.name().to_string_lossy();
+            let v = i.value().to_string_lossy();
+            let port = n
+                .strip_prefix("Port")?
+                .strip_suffix("State")?
+                .parse()
+                .ok()?;
+            (v == "4").then_some(port)
+        })
+        .collect()
+}
+
+impl Found {
+    /// The device under its preferred name, with its UCX name (NICs) and runtime index (GPUs).
+    fn device(mut self) -> Device {
+        self.names.sort();
+        let name = self.names[0].1.clone();
+        let ucx = (self.kind == Kind::Nic).then(|| {
+            if self.fabric {
+                let port = self.ports.iter().min().copied().unwrap_or(1);
+                format!("{name}:{port}")
+            } else {
+                name.clone()
+            }
+        });
+        let index = self.names.iter().find_map(|(_, n)| {
+            trailing_number(n, "cuda")
+                .or_else(|| trailing_number(n, "rsmi"))
+                .or_else(|| trailing_number(n, "ve"))
+        });
+        let nvml = self
+            .names
+            .iter()
+            .find_map(|(_, n)| trailing_number(n, "nvml"));
+        Device {
+            names: self.names.into_iter().map(|(_, n)| n).collect(),
+            name,
+            kind: self.kind,
+            vendor: self.vendor,
+            index: if self.kind == Kind::Gpu {
+                index.or(nvml)
+            } else {
+                None
+            },
+            ucx,
+            pci: self.pci,
+            place: self.place,
+            fabric: self.fabric,
+        }
+    }
+}
+
+/// GPUs without a runtime-numbered name get their rank among the vendor's GPUs in PCI order,
+/// which is how the runtimes enumerate (CUDA with `CUDA_DEVICE_ORDER=PCI_BUS_ID`).
+fn number_gpus(devices: &mut [Device]) {
+    for vendor in [Vendor::Nvidia, Vendor::Amd, Vendor::Intel, Vendor::Other] {
+        let mut same: Vec<usize> = (0..devices.len())
+            .filter(|&d| devices[d].kind == Kind::Gpu && devices[d].vendor == vendor)
+            .collect();
+        same.sort_by(|&a, &b| devices[a].pci.cmp(&devices[b].pci));
+        let taken: Vec<u32> = same.iter().filter_map(|&d| devices[d].index).collect();
+        let mut free = (0u32..).filter(|i| !taken.contains(i));
+        for d in same {
+            if devices[d].index.is_none() {
+                devices[d].index = free.next();
+            }
+        }
     }
 }
 

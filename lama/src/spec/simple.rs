@@ -14,81 +14,23 @@ impl Request {
         np: Option<usize>,
         oversubscribe: bool,
     ) -> Result<Request, SpecError> {
-        let mut map_str = DEFAULT_MAP.to_string();
-        let mut mppr = Vec::new();
-        let mut default_np = DefaultNp::Sweep;
-        let mut pe: Option<u32> = None;
-        let mut oversub = oversubscribe;
-        let mut hwthread_cpus = false;
-        if let Some(v) = opts.map_by {
-            let mut parts = v.split(':');
-            let head = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-            let e = |reason: String| SpecError::new(Input::MapBy, v, reason);
-            if head == "ppr" {
-                let count = parts.next().unwrap_or("");
-                let level = parts.next().unwrap_or("");
-                let level = simple_level_token(level).unwrap_or(level);
-                let limit = parse_mppr(&format!("{count}:{level}"))
-                    .map_err(|m| e(format!("in ppr: {}", m.reason)))?;
-                let lim = limit[0];
-                mppr.push(lim);
-                default_np = DefaultNp::PerObject(lim);
-            } else if head == "board" {
-                return Err(e("mapping by board is not offered at the simple level; use the expert map, e.g. --map bsNnch (boards, then sockets, then nodes)".into()));
-            } else if head == "seq" || head == "sequential" {
-                return Err(e("sequential mapping follows a host list, not the hardware; write the host list with `lama hostfile --mapper seq` and run srun -m arbitrary".into()));
-            } else {
-                let Some((_, m)) = MAP_BY.iter().find(|(n, _)| *n == head) else {
-                    return Err(e(format!("unknown mapping '{head}'")).at(1, &head));
-                };
-                map_str = m.to_string();
-                hwthread_cpus = head == "hwthread";
-            }
-            for modifier in parts {
-                let m = modifier.trim().to_ascii_lowercase();
-                for m in m.split(',') {
-                    if let Some(k) = m.strip_prefix("pe=") {
-                        match k.parse::<u32>() {
-                            Ok(k) if (1..=999).contains(&k) => pe = Some(k),
-                            _ => {
-                                return Err(e(format!(
-                                    "pe={k}: the number of processing elements must be 1 to 999"
-                                )))
-                            }
-                        }
-                    } else if m == "oversubscribe" {
-                        oversub = true;
-                    } else if m == "nooversubscribe" {
-                        oversub = false;
-                    } else {
-                        return Err(e(format!(
-                            "unknown modifier '{m}' (valid: pe=K, oversubscribe, nooversubscribe)"
-                        )));
-                    }
-                }
-            }
-        }
+        let by = match opts.map_by {
+            Some(v) => map_by(v, oversubscribe)?,
+            None => MapBy::default_map(oversubscribe),
+        };
+        let mut hwthread_cpus = by.hwthread_cpus;
         let mut bind = Binding {
             width: 1,
             level: Level::Node,
         };
         if let Some(v) = opts.bind_to {
-            let head = v.trim().to_ascii_lowercase();
-            if head == "board" {
-                return Err(SpecError::new(Input::BindTo, v, "binding to a board is not offered at the simple level; use the expert binding --bind 1b"));
+            let (level, hwthread) = bind_to(v)?;
+            if let Some(level) = level {
+                bind.level = level;
             }
-            let Some((_, b)) = BIND_TO.iter().find(|(n, _)| *n == head) else {
-                return Err(
-                    SpecError::new(Input::BindTo, v, format!("unknown binding '{head}'"))
-                        .at(1, &head),
-                );
-            };
-            if let Some(level) = b {
-                bind.level = *level;
-            }
-            hwthread_cpus |= head == "hwthread";
+            hwthread_cpus |= hwthread;
         }
-        if let Some(k) = pe {
+        if let Some(k) = by.pe {
             bind = Binding {
                 width: k,
                 level: if hwthread_cpus {
@@ -100,40 +42,129 @@ impl Request {
         }
         // The simple level inserts a missing binding token right after the first map token, so
         // that map-by socket with bind-to numa spreads NUMA nodes the way sockets are spread.
-        let mut map = map_tokens(Input::Map, &map_str)?;
+        let mut map = map_tokens(Input::Map, &by.map)?;
         if !map.contains(&bind.level) {
             map.insert(1, bind.level);
         }
         let order = match opts.rank_by {
             None => Order::Natural,
-            Some(v) => {
-                let head = v.trim().to_ascii_lowercase();
-                if !RANK_BY.contains(&head.as_str()) {
-                    return Err(SpecError::new(
-                        Input::RankBy,
-                        v,
-                        format!("unknown ranking '{head}'"),
-                    )
-                    .at(1, &head));
-                }
-                if head == "slot" {
-                    Order::Sequential
-                } else {
-                    Order::Natural
-                }
-            }
+            Some(v) => rank_by(v)?,
         };
         check_np(np)?;
         Ok(Request {
             map,
             bind,
-            mppr,
+            mppr: by.mppr,
             order,
-            oversubscribe: oversub,
+            oversubscribe: by.oversubscribe,
             np,
-            default_np,
+            default_np: by.default_np,
         })
     }
+}
+
+/// What `map-by` says: the map, `ppr`'s limit and count, `pe=K`, and the modifiers.
+struct MapBy {
+    map: String,
+    mppr: Vec<super::Limit>,
+    default_np: DefaultNp,
+    pe: Option<u32>,
+    oversubscribe: bool,
+    hwthread_cpus: bool,
+}
+
+impl MapBy {
+    /// No `map-by`: the default map, one full sweep.
+    fn default_map(oversubscribe: bool) -> MapBy {
+        MapBy {
+            map: DEFAULT_MAP.to_string(),
+            mppr: Vec::new(),
+            default_np: DefaultNp::Sweep,
+            pe: None,
+            oversubscribe,
+            hwthread_cpus: false,
+        }
+    }
+}
+
+fn map_by(v: &str, oversubscribe: bool) -> Result<MapBy, SpecError> {
+    let mut by = MapBy::default_map(oversubscribe);
+    let mut parts = v.split(':');
+    let head = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    let e = |reason: String| SpecError::new(Input::MapBy, v, reason);
+    if head == "ppr" {
+        let count = parts.next().unwrap_or("");
+        let level = parts.next().unwrap_or("");
+        let level = simple_level_token(level).unwrap_or(level);
+        let level = simple_level_token(level).unwrap_or(level);
+        let limit = parse_mppr(&format!("{count}:{level}"))
+            .map_err(|m| e(format!("in ppr: {}", m.reason)))?;
+        let lim = limit[0];
+        by.mppr.push(lim);
+        by.default_np = DefaultNp::PerObject(lim);
+    } else if head == "board" {
+        return Err(e("mapping by board is not offered at the simple level; use the expert map, e.g. --map bsNnch (boards, then sockets, then nodes)".into()));
+    } else if head == "seq" || head == "sequential" {
+        return Err(e("sequential mapping follows a host list, not the hardware; write the host list with `lama hostfile --mapper seq` and run srun -m arbitrary".into()));
+    } else {
+        let Some((_, m)) = MAP_BY.iter().find(|(n, _)| *n == head) else {
+            return Err(e(format!("unknown mapping '{head}'")).at(1, &head));
+        };
+        by.map = m.to_string();
+        by.hwthread_cpus = head == "hwthread";
+    }
+    for modifier in parts {
+        let m = modifier.trim().to_ascii_lowercase();
+        for m in m.split(',') {
+            if let Some(k) = m.strip_prefix("pe=") {
+                match k.parse::<u32>() {
+                    Ok(k) if (1..=999).contains(&k) => by.pe = Some(k),
+                    _ => {
+                        return Err(e(format!(
+                            "pe={k}: the number of processing elements must be 1 to 999"
+                        )))
+                    }
+                }
+            } else if m == "oversubscribe" {
+                by.oversubscribe = true;
+            } else if m == "nooversubscribe" {
+                by.oversubscribe = false;
+            } else {
+                return Err(e(format!(
+                    "unknown modifier '{m}' (valid: pe=K, oversubscribe, nooversubscribe)"
+                )));
+            }
+        }
+    }
+    Ok(by)
+}
+
+/// `bind-to`'s level (none for `none`), and whether it names hardware threads.
+fn bind_to(v: &str) -> Result<(Option<Level>, bool), SpecError> {
+    let head = v.trim().to_ascii_lowercase();
+    if head == "board" {
+        return Err(SpecError::new(Input::BindTo, v, "binding to a board is not offered at the simple level; use the expert binding --bind 1b"));
+    }
+    let Some((_, b)) = BIND_TO.iter().find(|(n, _)| *n == head) else {
+        return Err(
+            SpecError::new(Input::BindTo, v, format!("unknown binding '{head}'")).at(1, &head),
+        );
+    };
+    Ok((*b, head == "hwthread"))
+}
+
+fn rank_by(v: &str) -> Result<Order, SpecError> {
+    let head = v.trim().to_ascii_lowercase();
+    if !RANK_BY.contains(&head.as_str()) {
+        return Err(
+            SpecError::new(Input::RankBy, v, format!("unknown ranking '{head}'")).at(1, &head),
+        );
+    }
+    Ok(if head == "slot" {
+        Order::Sequential
+    } else {
+        Order::Natural
+    })
 }
 
 /// The level token for a simple-level name (`socket` is `s`); tokens pass through.

@@ -6,46 +6,14 @@
 
 use std::collections::HashMap;
 
-use thiserror::Error;
-
 use crate::level::Level;
 use crate::spec::{DefaultNp, Order, Request};
 use crate::topology::{NodeTopology, Span};
 
-/// Why a request cannot be placed.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-pub enum PlacementError {
-    /// Nothing can be placed at all.
-    #[error("no resources: {reason}")]
-    NoResources {
-        /// Why.
-        reason: String,
-    },
-    /// Some processes were placed, then a limit was hit.
-    #[error("oversubscribed after placing {placed} of {requested} processes: {limit}")]
-    Oversubscribed {
-        /// Processes placed before the limit.
-        placed: usize,
-        /// Processes requested.
-        requested: usize,
-        /// The limit that was hit.
-        limit: String,
-    },
-}
+mod error;
 
-impl PlacementError {
-    /// A short machine-readable kind: `no-resources` or `oversubscribed`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            PlacementError::NoResources { .. } => "no-resources",
-            PlacementError::Oversubscribed { .. } => "oversubscribed",
-        }
-    }
-}
-
-fn no_resources(reason: String) -> PlacementError {
-    PlacementError::NoResources { reason }
-}
+pub use error::PlacementError;
+use error::{no_resources, oversubscribed};
 
 /// Where one rank goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -352,17 +320,7 @@ pub fn plan(nodes: &[&NodeTopology], req: &Request) -> Result<Plan, PlacementErr
     if nodes.is_empty() {
         return Err(no_resources("the job has no nodes".into()));
     }
-    // Identical node models (by address) are prepared once.
-    let mut model_of = Vec::with_capacity(nodes.len());
-    let mut distinct: Vec<usize> = Vec::new();
-    let mut seen: HashMap<*const NodeTopology, usize> = HashMap::new();
-    for (i, n) in nodes.iter().enumerate() {
-        let m = *seen.entry(*n as *const NodeTopology).or_insert_with(|| {
-            distinct.push(i);
-            distinct.len() - 1
-        });
-        model_of.push(m);
-    }
+    let (model_of, distinct) = distinct_models(nodes);
     let bl = req.bind.level;
     if !distinct.iter().any(|&i| nodes[i].has(bl)) {
         return Err(no_resources(format!(
@@ -392,14 +350,7 @@ pub fn plan(nodes: &[&NodeTopology], req: &Request) -> Result<Plan, PlacementErr
         .filter_map(|l| h.iter().position(|x| x == l))
         .collect();
 
-    let target = match (req.np, req.default_np) {
-        (Some(n), _) => n,
-        (None, DefaultNp::Sweep) => usize::MAX,
-        (None, DefaultNp::PerObject(lim)) => nodes
-            .iter()
-            .map(|n| n.objects(lim.level).len().max(1) * lim.count as usize)
-            .sum(),
-    };
+    let target = target_np(nodes, req);
 
     // Sized once when the count is known: growing by doubling would hold up to three times the
     // plan while a large job's vectors are copied.
@@ -442,42 +393,56 @@ pub fn plan(nodes: &[&NodeTopology], req: &Request) -> Result<Plan, PlacementErr
             break; // the default: one full sweep
         }
         if out.placements.len() < target && !req.oversubscribe {
-            let limits: Vec<String> = req
-                .mppr
-                .iter()
-                .zip(&hit)
-                .filter(|(_, &h)| h)
-                .map(|(l, _)| format!("'{l}' (at most {} per {})", l.count, l.level.name()))
-                .collect();
-            let limit = if limits.is_empty() {
-                "every position of the map is used; allow oversubscription, add nodes or ask for fewer processes".to_string()
-            } else {
-                format!(
-                    "the MPPR limit {} was reached; allow oversubscription, relax the limit or ask for fewer processes",
-                    limits.join(" and ")
-                )
-            };
-            return Err(PlacementError::Oversubscribed {
-                placed: out.placements.len(),
-                requested: target,
-                limit,
-            });
+            return Err(oversubscribed(req, &hit, out.placements.len(), target));
         }
         sweep_no += 1;
     }
     if req.order == Order::Sequential {
-        let w = h.len();
-        let mut idx: Vec<usize> = (0..out.placements.len()).collect();
-        idx.sort_by_key(|&i| (out.placements[i].node, out.placements[i].pu));
-        let placements = idx.iter().map(|&i| out.placements[i]).collect();
-        let coords = idx
-            .iter()
-            .flat_map(|&i| out.coords[i * w..(i + 1) * w].iter().copied())
-            .collect();
-        out.placements = placements;
-        out.coords = coords;
+        in_sequence(&mut out);
     }
     Ok(out)
+}
+
+/// Each node's model (identical models, by address, are prepared once), and the first node of
+/// each distinct model.
+fn distinct_models(nodes: &[&NodeTopology]) -> (Vec<usize>, Vec<usize>) {
+    let mut model_of = Vec::with_capacity(nodes.len());
+    let mut distinct: Vec<usize> = Vec::new();
+    let mut seen: HashMap<*const NodeTopology, usize> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let m = *seen.entry(*n as *const NodeTopology).or_insert_with(|| {
+            distinct.push(i);
+            distinct.len() - 1
+        });
+        model_of.push(m);
+    }
+    (model_of, distinct)
+}
+
+/// How many ranks to place: np, else one full sweep, else the `ppr` count per object.
+fn target_np(nodes: &[&NodeTopology], req: &Request) -> usize {
+    match (req.np, req.default_np) {
+        (Some(n), _) => n,
+        (None, DefaultNp::Sweep) => usize::MAX,
+        (None, DefaultNp::PerObject(lim)) => nodes
+            .iter()
+            .map(|n| n.objects(lim.level).len().max(1) * lim.count as usize)
+            .sum(),
+    }
+}
+
+/// Sequential rank order: ranks renumbered by node, then hardware thread.
+fn in_sequence(out: &mut Plan) {
+    let w = out.nesting.len();
+    let mut idx: Vec<usize> = (0..out.placements.len()).collect();
+    idx.sort_by_key(|&i| (out.placements[i].node, out.placements[i].pu));
+    let placements = idx.iter().map(|&i| out.placements[i]).collect();
+    let coords = idx
+        .iter()
+        .flat_map(|&i| out.coords[i * w..(i + 1) * w].iter().copied())
+        .collect();
+    out.placements = placements;
+    out.coords = coords;
 }
 
 struct SweepCtx<'a> {
