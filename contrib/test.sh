@@ -2,8 +2,8 @@
 # Runs every test: formatting, clippy with warnings as errors, unit/property/integration tests,
 # the plugin built against every supported Slurm's headers, then the cluster tests on real Slurm
 # daemons of each tested release: Debian's 22.05 and the release in ../shared/vendor/slurm
-# (built once by contrib/slurm-build.sh and cached outside the tree), including fault injection
-# and a short load, and the scale suite on a sandbox of 64 nodes; then the Flux shell plugin on
+# (built once by contrib/slurm-build.sh and cached outside the tree), including the docs' srun
+# examples, fault injection and a short load, and the scale suite on a sandbox of 64 nodes; then the Flux shell plugin on
 # real Flux instances (flux-core built once by contrib/flux-build.sh, cached outside the tree); a
 # few seconds of fuzzing per target, the packages and the pictures.
 # Usage: contrib/test.sh
