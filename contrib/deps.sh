@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs Debian packages when any is missing (root, or sudo available).
-# Usage: contrib/deps.sh            what lama needs to build and test, and a Rust toolchain check
+# Usage: contrib/deps.sh            what lama needs to build and test (python3: tests/examples.py,
+#                                   which finds and compares the docs' examples), and a Rust toolchain check
 #        contrib/deps.sh --mpi      the MPI libraries the cluster tests and the demo run
 #        contrib/deps.sh PKG...     these packages (used by the other scripts)
 set -euo pipefail
 case "${1:-}" in
-  "") pkgs=(libhwloc-dev pkg-config libudev-dev hwloc libslurm-dev binutils) ;;
+  "") pkgs=(libhwloc-dev pkg-config libudev-dev hwloc libslurm-dev binutils python3) ;;
   --mpi) pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev) ;;
   *) pkgs=("$@") ;;
 esac

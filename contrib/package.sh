@@ -8,12 +8,13 @@
 #        contrib/package.sh rpm    an RPM for EL sites that build Slurm themselves, from
 #                                  contrib/lama-slurm.spec with rpmbuild
 # The plugin is built against the headers SLURM_INCLUDE_DIR names (default: the installed
-# Slurm's), and each package requires that Slurm major.minor release.
+# Slurm's), and each package requires that Slurm major.minor release. LAMA_PACKAGE_DIR puts the
+# packages elsewhere (default target/package), e.g. one built for another release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
 kind=${1:-}
-out=$top/target/package
+out=${LAMA_PACKAGE_DIR:-$top/target/package}
 die() { echo "package: $*" >&2; exit 1; }
 
 version=$(awk -F'"' '/^\[workspace.package\]/ {w = 1} w && $1 ~ /^version/ {print $2; exit}' Cargo.toml)

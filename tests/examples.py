@@ -11,46 +11,75 @@ A page marks an example with a comment on the line before its code block:
 
 The kind (slurm or flux) says which tests run it; the set-up is the hwloc XML of
 tests/topologies/ the sandbox nodes (or Flux's fake hosts) are declared as, and how many fake
-GPUs each has. The command runs with bash in the current directory (the caller puts an `./app`
-there that does nothing). Lines compare as a multiset, since nodes print in any order; the
-numbers of a "(node placed in ...)" timing are not compared; a `...` line on the page allows
-more lines than it shows.
+GPUs each has (gpus=0 when left out). The command runs with bash in a scratch directory holding
+an `./app` that does nothing, and the files the caller names. Lines compare as a multiset, since
+nodes print in any order; the numbers of a "(node placed in ...)" timing are not compared; a
+`...` line on the page allows more lines than it shows. `$ lama ...` examples need no mark:
+cli/tests/docs.rs runs them.
 
-Usage: examples.py setups KIND        the set-ups KIND's examples need, one "XML GPUS" per line
-       examples.py run KIND XML GPUS  run the examples of that set-up (if any), one "ok - " or
-                                      "not ok - " line each
-       examples.py selftest           check the comparison itself
+Usage: examples.py check                 every other `$` example is marked, every mark well formed
+       examples.py setups KIND           the set-ups KIND's examples need, one "XML GPUS" per line
+       examples.py run KIND XML GPUS [NAME=FILE...]
+                                         run the examples of that set-up (if any), one "ok - " or
+                                         "not ok - " line each; NAME=FILE copies FILE in as NAME
+       examples.py selftest              check the comparison itself
 """
 import collections
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 TOP = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [TOP / "README.md", TOP / "BENCHMARKS.md"] + sorted((TOP / "docs").glob("*.md"))
-MARK = re.compile(r"<!-- example: (\S+) (\S+)(?: gpus=(\d+))? -->")
+MARK = re.compile(r"<!-- example: (slurm|flux) (\S+)(?: gpus=(\d+))? -->")
 TIMING = re.compile(r"\(node placed in .*\)$")
+
+
+def blocks():
+    """(page:line of the block's first line, the line before the fence, the block's lines)."""
+    for page in PAGES:
+        lines = page.read_text().splitlines()
+        start = None
+        for i, line in enumerate(lines):
+            if not line.lstrip().startswith("```"):
+                continue
+            if start is None:
+                start = i
+            else:
+                before = lines[start - 1].strip() if start > 0 else ""
+                yield f"{page.relative_to(TOP)}:{start + 2}", before, lines[start + 1:i]
+                start = None
+
+
+def problems():
+    """What is wrong with the marks: an unmarked cluster example, or a mark that names no XML."""
+    out = []
+    for where, before, body in blocks():
+        m = MARK.fullmatch(before)
+        command = body[0] if body else ""
+        if not command.startswith("$ ") or command.startswith("$ lama "):
+            if m:
+                out.append(f"{where}: an example mark must precede a block starting with '$ '")
+            continue
+        kind = "flux" if command.startswith("$ flux ") else "slurm"
+        if not m or m.group(1) != kind:
+            out.append(f"{where}: {command}\n  needs the line before its block to be "
+                       f"<!-- example: {kind} XML [gpus=N] --> (found: {before!r})")
+        elif not (TOP / "tests" / "topologies" / m.group(2)).is_file():
+            out.append(f"{where}: no tests/topologies/{m.group(2)}")
+    return out
 
 
 def examples(kind):
     """(page:line, xml, gpus, command, shown lines) of every example of this kind."""
     out = []
-    for page in PAGES:
-        lines = page.read_text().splitlines()
-        for i, line in enumerate(lines):
-            m = MARK.fullmatch(line.strip())
-            if not m or m.group(1) != kind:
-                continue
-            if i + 2 >= len(lines) or not lines[i + 1].startswith("```") or not lines[i + 2].startswith("$ "):
-                sys.exit(f"{page.name}:{i + 1}: an example mark must precede a code block starting with '$ '")
-            shown = []
-            for body in lines[i + 3:]:
-                if body.startswith("```"):
-                    break
-                shown.append(body)
-            where = f"{page.relative_to(TOP)}:{i + 3}"
-            out.append((where, m.group(2), int(m.group(3) or 0), lines[i + 2][2:], shown))
+    for where, before, body in blocks():
+        m = MARK.fullmatch(before)
+        if m and m.group(1) == kind and body and body[0].startswith("$ "):
+            out.append((where, m.group(2), int(m.group(3) or 0), body[0][2:], body[1:]))
     return out
 
 
@@ -67,21 +96,29 @@ def matches(shown, got):
     return not (want - have) and (more or not (have - want))
 
 
-def run(kind, xml, gpus):
+def run(kind, xml, gpus, files):
     chosen = [e for e in examples(kind) if e[1] == xml and e[2] == gpus]
-    for where, _, _, cmd, shown in chosen:
-        name = f"docs example {where} ({xml}, {gpus} GPUs): {cmd}"
-        try:
-            p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
-            got = (p.stdout + p.stderr).splitlines()
-        except subprocess.TimeoutExpired:
-            got = ["(timed out after 120 s)"]
-        if matches(shown, got):
-            print(f"ok - {name}: prints what the page shows")
-        else:
-            print(f"not ok - {name}")
-            for line in ["the page shows:"] + shown + ["it printed:"] + got:
-                print(f"#   {line}")
+    with tempfile.TemporaryDirectory() as scratch:
+        app = pathlib.Path(scratch) / "app"
+        app.write_text("#!/bin/sh\nexit 0\n")
+        app.chmod(0o755)
+        for spec in files:
+            name, _, path = spec.partition("=")
+            shutil.copy(path, pathlib.Path(scratch) / name)
+        for where, _, _, cmd, shown in chosen:
+            name = f"docs example {where} ({xml}, {gpus} GPUs): {cmd}"
+            try:
+                p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True,
+                                   timeout=120, cwd=scratch, stdin=subprocess.DEVNULL)
+                got = (p.stdout + p.stderr).splitlines()
+            except subprocess.TimeoutExpired:
+                got = ["(timed out after 120 s)"]
+            if matches(shown, got):
+                print(f"ok - {name}: prints what the page shows")
+            else:
+                print(f"not ok - {name}")
+                for line in ["the page shows:"] + shown + ["it printed:"] + got:
+                    print(f"#   {line}")
 
 
 def selftest():
@@ -102,13 +139,18 @@ def selftest():
 
 
 def main():
-    if len(sys.argv) == 2 and sys.argv[1] == "selftest":
+    args = sys.argv[1:]
+    if args == ["selftest"]:
         selftest()
-    elif len(sys.argv) == 3 and sys.argv[1] == "setups":
-        for xml, gpus in sorted({(e[1], e[2]) for e in examples(sys.argv[2])}):
+    elif args == ["check"]:
+        found = problems()
+        print("\n".join(found))
+        sys.exit(1 if found or not examples("slurm") else 0)
+    elif len(args) == 2 and args[0] == "setups":
+        for xml, gpus in sorted({(e[1], e[2]) for e in examples(args[1])}):
             print(xml, gpus)
-    elif len(sys.argv) == 5 and sys.argv[1] == "run":
-        run(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif len(args) >= 4 and args[0] == "run":
+        run(args[1], args[2], int(args[3]), args[4:])
     else:
         sys.exit(__doc__)
 

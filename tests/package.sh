@@ -93,7 +93,8 @@ headers=$(ls -d "${LAMA_SHARED:-$top/../shared}"/vendor/slurm-headers/24.11.* 2>
 if [ -z "$headers" ]; then not_ok "Slurm 24.11 headers in the shared vendor folder" "none found"
 else
   v=${headers##*/}
-  deb=$(SLURM_INCLUDE_DIR=$headers contrib/package.sh deb 2>"$work/build.err" | tail -n 1)
+  # Into the scratch folder: target/package keeps the package for this machine's Slurm.
+  deb=$(SLURM_INCLUDE_DIR=$headers LAMA_PACKAGE_DIR=$work/package contrib/package.sh deb 2>"$work/build.err" | tail -n 1)
   depends=$(dpkg-deb -f "$deb" Depends 2>&1)
   want="slurm-client (>= $v) | slurm-smd-client (>= $v), slurm-client (<< 24.12~) | slurm-smd-client (<< 24.12~)"
   dpkg -i "$deb" >"$work/install.log" 2>&1; rc=$?

@@ -201,58 +201,21 @@ fn every_lama_example_prints_what_the_page_shows() {
 }
 
 /// Every other example (`$ srun`, `$ flux run`, ...) follows a mark naming the cluster test that
-/// runs it and the hardware its nodes are declared as: `<!-- example: slurm|flux XML [gpus=N] -->`.
+/// runs it and the hardware its nodes are declared as (`tests/examples.py`, which the cluster
+/// tests use to find and run them, says what is wrong).
 #[test]
 fn every_cluster_example_is_marked_for_the_cluster_tests() {
-    let mut count = 0;
-    let mut bad = Vec::new();
-    for page in pages() {
-        let text = std::fs::read_to_string(&page).expect("page");
-        let lines: Vec<&str> = text.lines().collect();
-        let mut fenced = false;
-        for (i, l) in lines.iter().enumerate() {
-            if l.trim_start().starts_with("```") {
-                fenced = !fenced;
-                if !fenced {
-                    continue;
-                }
-                let Some(cmd) = lines.get(i + 1).and_then(|c| c.strip_prefix("$ ")) else {
-                    continue;
-                };
-                if cmd.starts_with("lama ") {
-                    continue;
-                }
-                let kind = if cmd.starts_with("flux ") {
-                    "flux"
-                } else {
-                    "slurm"
-                };
-                let mark = i.checked_sub(1).map(|m| lines[m].trim()).unwrap_or("");
-                let words: Vec<&str> = mark
-                    .strip_prefix("<!-- example: ")
-                    .and_then(|m| m.strip_suffix(" -->"))
-                    .map(|m| m.split(' ').collect())
-                    .unwrap_or_default();
-                let known = matches!(words.as_slice(), [k, xml] | [k, xml, _]
-                    if *k == kind && root().join("tests/topologies").join(xml).is_file())
-                    && words.get(2).is_none_or(|g| {
-                        g.strip_prefix("gpus=")
-                            .is_some_and(|n| n.parse::<u32>().is_ok())
-                    });
-                count += 1;
-                if !known {
-                    bad.push(format!(
-                        "{}:{}: $ {cmd}\n  needs the line before its block to be \
-                         <!-- example: {kind} XML [gpus=N] -->, XML in tests/topologies/ (found: {mark:?})",
-                        page.display(),
-                        i + 2
-                    ));
-                }
-            }
-        }
-    }
-    assert!(count > 0, "no cluster example found");
-    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    let out = Command::new("python3")
+        .arg(root().join("tests/examples.py"))
+        .arg("check")
+        .output()
+        .expect("run python3 tests/examples.py check");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -303,31 +266,19 @@ fn the_reference_lists_every_option_and_argument_as_the_code_says() {
 
 #[test]
 fn the_readme_picture_is_what_lama_plan_draws() {
-    // The command of contrib/readme-picture.sh.
-    let out = Command::new(env!("CARGO_BIN_EXE_lama"))
-        .args([
-            "plan",
-            "--topology",
-            "tests/topologies/32em64t-2n8c2t-pci-normalio.xml",
-            "--np",
-            "8",
-            "--map",
-            "scbnh",
-            "--bind",
-            "2c",
-            "--nics",
-            "1",
-            "--gpus",
-            "1",
-            "--format",
-            "svg",
-        ])
-        .current_dir(root())
-        .output()
-        .expect("run lama plan");
+    let out = std::env::temp_dir().join(format!("lama-readme-picture-{}.svg", std::process::id()));
+    let status = Command::new("bash")
+        .arg(root().join("contrib/readme-picture.sh"))
+        .arg(env!("CARGO_BIN_EXE_lama"))
+        .arg(&out)
+        .status()
+        .expect("run contrib/readme-picture.sh");
+    let drawn = std::fs::read(&out);
+    let _ = std::fs::remove_file(&out);
     let committed = std::fs::read(root().join("docs/pictures/plan.svg")).expect("the picture");
+    assert!(status.success(), "contrib/readme-picture.sh failed");
     assert!(
-        out.stdout == committed,
+        drawn.ok() == Some(committed),
         "docs/pictures/plan.svg is not what lama plan draws now: run contrib/readme-picture.sh"
     );
 }

@@ -4,22 +4,11 @@ mod common;
 
 use serde_json::Value;
 
-use common::{lama, scratch, stdout, topo, words, NODE};
+use common::{lama, plan_on_node, scratch, stdout, synthetic, topo, words, NODE};
 
 #[test]
 fn plan_json_matches_the_contract() {
-    let (o, v) = plan_json(&[
-        "--synthetic",
-        NODE,
-        "--nodes",
-        "2",
-        "--map",
-        "sbnch",
-        "--bind",
-        "1c",
-        "--np",
-        "8",
-    ]);
+    let (o, v) = plan_json(&synthetic("--nodes 2 --map sbnch --bind 1c --np 8"));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let got: Vec<(u64, u64, Vec<u64>)> = v["ranks"]
         .as_array()
@@ -70,25 +59,14 @@ fn plan_json(args: &[&str]) -> (std::process::Output, Value) {
 
 #[test]
 fn plan_errors_have_kinds_and_exit_codes() {
-    let (o, v) = plan_json(&[
-        "--synthetic",
-        NODE,
-        "--nodes",
-        "2",
-        "--map",
-        "csbnh",
-        "--bind",
-        "1c",
-        "--np",
-        "33",
-    ]);
+    let (o, v) = plan_json(&synthetic("--nodes 2 --map csbnh --bind 1c --np 33"));
     assert_eq!(o.status.code(), Some(3));
     assert_eq!(v["error"]["kind"], "oversubscribed");
     assert_eq!(v["error"]["placed"], 32);
     assert_eq!(v["error"]["requested"], 33);
     assert!(String::from_utf8_lossy(&o.stderr).contains("oversubscribed after placing 32 of 33"));
 
-    let (o, v) = plan_json(&["--synthetic", NODE, "--map", "csscbnh", "--bind", "1c"]);
+    let (o, v) = plan_json(&synthetic("--map csscbnh --bind 1c"));
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(v["error"]["kind"], "invalid-option");
     assert!(v["error"]["message"]
@@ -96,24 +74,13 @@ fn plan_errors_have_kinds_and_exit_codes() {
         .expect("msg")
         .contains("duplicate mapping levels at position 2 and 3"));
 
-    let (o, v) = plan_json(&["--synthetic", NODE, "--map", "csbnh", "--bind", "9c"]);
+    let (o, v) = plan_json(&synthetic("--map csbnh --bind 9c"));
     assert_eq!(o.status.code(), Some(3));
     assert_eq!(v["error"]["kind"], "no-resources");
 
-    let o = lama(
-        &[
-            "plan",
-            "--synthetic",
-            NODE,
-            "--map",
-            "csbnh",
-            "--map-by",
-            "core",
-        ],
-        &[],
-    );
+    let o = lama(&plan_on_node("--map csbnh --map-by core"), &[]);
     assert_eq!(o.status.code(), Some(2));
-    let (o, v) = plan_json(&["--synthetic", NODE, "--no-such-flag"]);
+    let (o, v) = plan_json(&synthetic("--no-such-flag"));
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(v["error"]["kind"], "invalid-option");
 }
@@ -168,20 +135,7 @@ fn plan_keeps_node_order_and_checks_node_count() {
 
 #[test]
 fn plan_text_draws_the_node() {
-    let o = lama(
-        &[
-            "plan",
-            "--synthetic",
-            NODE,
-            "--map",
-            "csbnh",
-            "--bind",
-            "2c",
-            "--np",
-            "1",
-        ],
-        &[],
-    );
+    let o = lama(&plan_on_node("--map csbnh --bind 2c --np 1"), &[]);
     let s = stdout(&o);
     assert!(s.contains("[BB/BB/../..][../../../..]"), "{s}");
     assert!(s.contains("cpus 0-3"), "{s}");
@@ -193,16 +147,9 @@ fn plan_text_draws_the_node() {
 
 #[test]
 fn plan_restrict_and_simple_level() {
-    let (o, v) = plan_json(&[
-        "--synthetic",
-        NODE,
-        "--restrict",
-        "4-11",
-        "--map-by",
-        "ppr:1:core",
-        "--bind-to",
-        "core",
-    ]);
+    let (o, v) = plan_json(&synthetic(
+        "--restrict 4-11 --map-by ppr:1:core --bind-to core",
+    ));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let cpus: Vec<Value> = v["ranks"]
         .as_array()
@@ -220,7 +167,7 @@ fn plan_restrict_and_simple_level() {
             serde_json::json!([10, 11])
         ]
     );
-    let o = lama(&["plan", "--synthetic", NODE, "--restrict", "64-70"], &[]);
+    let o = lama(&plan_on_node("--restrict 64-70"), &[]);
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -275,7 +222,7 @@ fn plan_shows_each_ranks_devices() {
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stderr)
         .contains("5 GPU(s) per task asked for, but this node has 4"));
-    let o = lama(&["plan", "--synthetic", NODE, "--nics", "1"], &[]);
+    let o = lama(&plan_on_node("--nics 1"), &[]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("is synthetic and has no devices"));
 }
 
@@ -313,18 +260,7 @@ fn plan_shows_each_ranks_openmp_places() {
     assert_eq!(v["ranks"][1]["threads"], 2);
     assert_eq!(v["ranks"][1]["omp_proc_bind"], "close");
     // Nine threads on a socket of eight hardware threads: never stacked.
-    let (o, v) = plan_json(&[
-        "--synthetic",
-        NODE,
-        "--map",
-        "sbnch",
-        "--bind",
-        "1s",
-        "--np",
-        "1",
-        "--threads",
-        "9",
-    ]);
+    let (o, v) = plan_json(&synthetic("--map sbnch --bind 1s --np 1 --threads 9"));
     assert_eq!(o.status.code(), Some(3));
     assert_eq!(v["error"]["kind"], "threads");
     assert_eq!(

@@ -204,7 +204,7 @@ impl Node {
                 let t = place_node(&topo, &cpus, req, &ids, self.verbose);
                 (t.map_err(|e| e.to_string())?, None)
             }
-            None => self.place_auto(&topo, &loc, &cpus, config, own, &ids)?,
+            None => self.by_policy(&topo, &loc, &cpus, config, own, &ids)?,
         };
         phase("placement");
         let mut groups: Vec<Vec<Group>> = tasks
@@ -248,7 +248,7 @@ impl Node {
     }
 
     /// The automatic policy on this node's CPUs, with the GPUs Flux gave the job here.
-    fn place_auto(
+    fn by_policy(
         &mut self,
         topo: &NodeTopology,
         loc: &Locality,
@@ -264,7 +264,7 @@ impl Node {
                 (gpus_of(loc, Some(&g.devices)), Some(g))
             }
         };
-        let stack = config.user.oversubscribe || config.settings.defaults.oversubscribe;
+        let stack = config.settings.oversubscribe(&config.user);
         let workers = auto_workers(config.threads.as_ref(), None);
         let p = place_auto(
             topo,

@@ -268,7 +268,7 @@ impl Settings {
             threads: None,
             omp_bind: None,
             omp_override: false,
-            oversubscribe: user.oversubscribe || d.oversubscribe,
+            oversubscribe: self.oversubscribe(user),
             verbose: user.verbose || self.verbose,
             off: false,
         };

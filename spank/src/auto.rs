@@ -75,7 +75,7 @@ impl Lama {
             .map_err(|e| e.to_string())?;
         let per_task = get("SLURM_CPUS_PER_TASK").and_then(|v| v.trim().parse::<usize>().ok());
         let workers = auto_workers(threads.as_ref(), per_task);
-        let stack = self.user.oversubscribe || self.settings.defaults.oversubscribe;
+        let stack = self.settings.oversubscribe(&self.user);
         let placed = place_auto(
             &topo,
             &cpus,

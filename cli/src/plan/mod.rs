@@ -466,14 +466,16 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
     write_out(&a, text)
 }
 
-/// The job's hosts (when known), each node's model index, and the models: the running Slurm
-/// job's (`--from-slurm`), else those the options describe. Errors carry their kind.
-#[allow(clippy::type_complexity)]
+/// The job's hosts (when known), each node's model index, and the models.
+type JobNodes = (Option<Vec<String>>, Vec<usize>, Vec<Model>);
+
+/// The running Slurm job's nodes (`--from-slurm`), else those the options describe. Errors
+/// carry their kind.
 fn the_nodes(
     a: &PlanArgs,
     m: Option<&ArgMatches>,
     devices_wanted: bool,
-) -> Result<(Option<Vec<String>>, Vec<usize>, Vec<Model>), (&'static str, String)> {
+) -> Result<JobNodes, (&'static str, String)> {
     if a.from_slurm {
         // One model per host, in the job's order.
         let (h, models) = slurm_job::job_models(devices_wanted).map_err(|e| ("slurm", e))?;

@@ -28,6 +28,19 @@ pub fn topo(name: &str) -> String {
 /// A synthetic node: PU `p` of core `c` of package `s` is OS index `8s + 2c + p`.
 pub const NODE: &str = "pack:2 core:4 pu:2";
 
+/// Arguments for [`NODE`]: `--synthetic NODE` and then `rest`'s words.
+pub fn synthetic(rest: &str) -> Vec<&str> {
+    ["--synthetic", NODE]
+        .into_iter()
+        .chain(rest.split_whitespace())
+        .collect()
+}
+
+/// `lama plan` on [`NODE`]: `plan --synthetic NODE` and then `rest`'s words.
+pub fn plan_on_node(rest: &str) -> Vec<&str> {
+    ["plan"].into_iter().chain(synthetic(rest)).collect()
+}
+
 /// A scratch directory of this test process.
 pub fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("lama-cli-{name}-{}", std::process::id()));

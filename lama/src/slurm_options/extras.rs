@@ -79,6 +79,13 @@ impl Settings {
         ))
     }
 
+    /// Whether tasks may go past MPPR limits or share hardware threads: the user's
+    /// `--lama-oversubscribe`, or the admin's default.
+    #[inline]
+    pub fn oversubscribe(&self, user: &Options) -> bool {
+        user.oversubscribe || self.defaults.oversubscribe
+    }
+
     /// Which GPUs each task sees: the user's `--lama-gpu-visibility`, else the admin's default,
     /// else only its own.
     pub fn gpu_visibility(&self, user: &Options) -> Result<GpuVisibility, StepError> {
