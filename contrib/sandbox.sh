@@ -3,16 +3,21 @@
 # unless LAMA_SANDBOX_NODES says otherwise), each slurmd in its own UTS namespace so its tasks see
 # their node's host name.
 #
-# Usage: contrib/sandbox.sh start|stop|status|env
+# Usage: contrib/sandbox.sh start|stop|status|env|free-port|plugstack LINE
 #   start   install missing packages, write the configs, start the daemons, wait for the nodes
 #   stop    cancel jobs, stop every daemon this script started, remove the state directory
 #   env     print the exports a shell needs to use the cluster (eval "$(contrib/sandbox.sh env)")
+#   free-port  exit 0 when nothing listens on the ports this cluster would use
+#   plugstack LINE  rewrite the cluster's plugstack.conf (read anew by every step) as LINE
+#   (the lama plugin's topology cache is kept in $LAMA_SANDBOX/cache unless LINE names a cache=)
 # Environment: LAMA_SANDBOX (state directory, default /tmp/lama-sandbox),
 #   LAMA_SANDBOX_NODES (how many nodes, default 3; 256 start in well under a minute here, see the
 #   docs/admin-guide.md for what limits the count),
 #   LAMA_SANDBOX_PLUGIN (the plugstack.conf line written to $LAMA_SANDBOX/plugstack.conf, e.g.
 #   "required /path/liblama_spank.so"; default: no plugin; slurmstepd rereads it for every step),
 #   LAMA_SANDBOX_PLUGSTACK (use this plugstack.conf file instead),
+#   LAMA_SANDBOX_CACHE=default (leave the plugin's topology cache in its default /run/lama; by
+#   default each sandbox keeps its own in $LAMA_SANDBOX/cache),
 #   LAMA_SANDBOX_NODE (the NodeName hardware line, default this machine's sockets/cores/threads),
 #   LAMA_SANDBOX_TOPOLOGY (an hwloc XML: declare the nodes with its sockets/cores/threads),
 #   LAMA_SANDBOX_SLURMD_ENV (extra VAR=value words for the slurmd environment, e.g. HWLOC_XMLFILE=...),
@@ -46,7 +51,7 @@ port=${LAMA_SANDBOX_PORT:-16800}
 die() { echo "sandbox: $*" >&2; exit 1; }
 
 deps() {
-  local pkgs=(munge util-linux hwloc)
+  local pkgs=(munge util-linux hwloc iproute2)
   [ -n "$prefix" ] || pkgs+=(slurmctld slurmd slurm-client libslurm-dev)
   [ -z "$prefix" ] || [ -x "$prefix/sbin/slurmd" ] || die "no Slurm in $prefix (build one with contrib/slurm-build.sh)"
   "$top/contrib/deps.sh" "${pkgs[@]}"
@@ -93,7 +98,7 @@ write_conf() {
   chmod 1777 "$dir"/tmp/*
   chmod 0755 "$dir" "$dir/munge"
   local plug=${LAMA_SANDBOX_PLUGSTACK:-$dir/plugstack.conf}
-  [ -f "$plug" ] || echo "${LAMA_SANDBOX_PLUGIN:-}" > "$plug"
+  [ -f "$plug" ] || plugstack_line "${LAMA_SANDBOX_PLUGIN:-}" > "$plug"
   local hw; hw=$(hardware)
   local proctrack=proctrack/linuxproc task=${LAMA_SANDBOX_TASK_PLUGIN:-task/none} cores=no devices=no gres="" gpus=${LAMA_SANDBOX_GPUS:-0}
   if [ "${LAMA_SANDBOX_CGROUP:-0}" = 1 ]; then
@@ -169,6 +174,23 @@ ours() {
   return 0
 }
 
+# A plugstack.conf line for this sandbox: the lama plugin keeps its topology cache in the
+# sandbox's own folder unless the line names one, since two sandboxes on one machine declare
+# different machines under the same node names (/run/lama would serve one's nodes to the other).
+plugstack_line() {
+  local line=$*
+  if [[ $line == *liblama_spank* && $line != *cache=* && ${LAMA_SANDBOX_CACHE:-own} == own ]]; then
+    line+=" cache=$dir/cache"
+  fi
+  echo "$line"
+}
+
+# Which of the sandbox's ports (base+17, base+101 ... base+100+count) something listens on.
+busy_ports() {
+  ss -Htln 2>/dev/null | awk -v ctl=$(($1 + 17)) -v lo=$(($1 + 101)) -v hi=$(($1 + 100 + $2)) \
+    '{ n = split($4, a, ":"); p = a[n] + 0; if (p == ctl || (p >= lo && p <= hi)) print p }' | sort -un | tr '\n' ' ' | sed 's/ $//'
+}
+
 start() {
   deps
   # Ports the kernel hands out for outgoing connections (srun, slurmstepd) could be taken when a
@@ -179,6 +201,10 @@ start() {
     die "ports $((port + 17)) to $((port + 100 + count)) reach the kernel's ephemeral range (from $low): choose a lower LAMA_SANDBOX_PORT or fewer nodes"
   fi
   if alive "$dir/slurmctld.pid"; then die "already running in $dir (stop it first)"; fi
+  # A port some other program listens on would leave a daemon unable to start.
+  local busy
+  busy=$(busy_ports "$port" "$count")
+  [ -z "$busy" ] || die "ports $busy are already in use here (another sandbox, or another program): choose another LAMA_SANDBOX_PORT"
   rm -rf "$dir"
   write_conf
   mungekey --create --keyfile="$dir/munge/munge.key" >/dev/null 2>&1
@@ -238,9 +264,11 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) SLURM_CONF=$conf sinfo ;;
+  free-port) busy=$(busy_ports "$port" "$count"); [ -z "$busy" ] ;;
+  plugstack) shift; plugstack_line "$@" > "$dir/plugstack.conf" ;;
   env)
     echo "export SLURM_CONF=$conf"
     [ -z "$prefix" ] || echo "export PATH=$prefix/bin:$prefix/sbin:\$PATH"
     ;;
-  *) die "usage: $0 start|stop|status|env" ;;
+  *) die "usage: $0 start|stop|status|env|free-port|plugstack LINE" ;;
 esac

@@ -17,22 +17,38 @@ cd "$(dirname "$0")/.."
 top=$PWD
 started=$(date +%s)
 shared=${LAMA_SHARED:-$top/../shared}
+# The vendored Slurm and flux-core sources and the Slurm header sets are read from there.
+if [ ! -d "$shared/vendor" ]; then
+  echo "lama: the shared folder is missing: no $shared/vendor (the Slurm and flux-core sources and" >&2
+  echo "lama: Slurm's header sets the tests build against). Put the project's shared/ folder beside" >&2
+  echo "lama: this clone as ../shared, or set LAMA_SHARED=DIR to where it is." >&2
+  exit 2
+fi
+tarballs=${LAMA_TEST_TARBALLS:-$(ls "$shared"/vendor/slurm/slurm-*.tar.* 2>/dev/null | sort -V | tail -n 1 || true)}
+[ -n "$tarballs" ] || { echo "lama: no Slurm tarball in $shared/vendor/slurm (set LAMA_TEST_TARBALLS=none to test Debian's Slurm alone)" >&2; exit 2; }
 contrib/deps.sh
 contrib/deps.sh --mpi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 log=$(mktemp)
 # Its own state directory and ports, so a sandbox started by hand keeps running.
-export LAMA_SANDBOX=${LAMA_SANDBOX:-/tmp/lama-sandbox-test} LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-26800}
+export LAMA_SANDBOX=${LAMA_SANDBOX:-/tmp/lama-sandbox-test}
+# The first port base whose ports (room for the 256 nodes of the full scale suite) nothing here
+# listens on, unless one is given.
+if [ -z "${LAMA_SANDBOX_PORT:-}" ]; then
+  for base in 26800 27800 28800 29800 30800 19800; do
+    LAMA_SANDBOX_PORT=$base LAMA_SANDBOX_NODES=256 contrib/sandbox.sh free-port && break
+  done
+  echo "== sandbox clusters on ports from $base"
+fi
+export LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-$base}
 trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true; rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"
 
 # Slurm prefixes to test besides Debian's packages (built before the header checks, which also
 # build against their headers).
 prefixes=()
-tarballs=${LAMA_TEST_TARBALLS:-$(ls "$shared"/vendor/slurm/slurm-*.tar.* 2>/dev/null | sort -V | tail -n 1)}
 if [ "$tarballs" != none ]; then
-  [ -n "$tarballs" ] || { echo "no Slurm tarball in $shared/vendor/slurm (set LAMA_TEST_TARBALLS=none to skip)" >&2; exit 1; }
   for t in $tarballs; do prefixes+=("$(contrib/slurm-build.sh "$t")"); done
 fi
 

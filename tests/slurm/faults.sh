@@ -52,14 +52,14 @@ logged() {
 
 echo "# the topology cache"
 cluster
-cache=/run/lama/topology-n1.json
+cache="$LAMA_SANDBOX/cache/topology-n1.json"
 cp "$cache" "$work/good.json"
 rm -f "$cache"
 binds_as_planned "cache missing on n1 (the step probes the machine)"
 : > "$cache"
 binds_as_planned "empty cache on n1"
 logged "empty cache" "topology cache $cache is not usable"
-cp /run/lama/topology-n2.json "$cache"
+cp "$LAMA_SANDBOX/cache/topology-n2.json" "$cache"
 binds_as_planned "n2's cache copied to n1"
 logged "another host's cache" "the topology cache was written by host 'n2', not by n1"
 rm -f "$cache"; mkfifo "$cache"

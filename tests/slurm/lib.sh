@@ -12,7 +12,8 @@ trap 'rm -rf "$work"' EXIT
 ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
 # Rewrites the plugin's plugstack.conf line (slurmstepd and srun read it for every step).
-plugstack() { echo "$*" > "$LAMA_SANDBOX/plugstack.conf"; }
+# The sandbox's own topology cache ($LAMA_SANDBOX/cache) is added unless the line names a cache=.
+plugstack() { "$top/contrib/sandbox.sh" plugstack "$*"; }
 # Restarts the sandbox with the plugin; arguments are extra sandbox settings (VAR=value).
 cluster() {
   "$top/contrib/sandbox.sh" stop >/dev/null 2>&1
