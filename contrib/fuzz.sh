@@ -38,10 +38,14 @@ for t in "${targets[@]}"; do
   if [ $grow = 1 ]; then dirs=("$PWD/$corpus"); else dirs=("$scratch" "$PWD/$corpus"); fi
   log=$scratch.log
   before=$(ls "fuzz/artifacts/$t" | wc -l)
-  # -timeout: one input taking 10 s is a hang; -rss_limit_mb: a leak or runaway allocation.
+  # What slurmstepd and the job shell read must cost little for any input: 256 MB in all
+  # (AddressSanitizer's own shadow included), no single allocation over 256 MB, and 5 s per input
+  # (a hang), so that a short input costing gigabytes is a finding, not only a crash.
+  # AddressSanitizer keeps freed memory in a quarantine of 256 MB by default, which alone would
+  # reach the limit: a smaller one keeps the limit about the code's own allocations.
   set +e
-  (cd fuzz && cargo +nightly fuzz run -O -s "$sanitizer" "$t" "${dirs[@]}" -- \
-      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  (cd fuzz && ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=16} cargo +nightly fuzz run -O -s "$sanitizer" "$t" "${dirs[@]}" -- \
+      -max_total_time="$seconds" -timeout=5 -rss_limit_mb=256 -malloc_limit_mb=256 -print_final_stats=1 \
       ${jobs[@]+"${jobs[@]}"}) >"$log" 2>&1
   status=$?
   set -e

@@ -90,6 +90,7 @@ for r in "${releases[@]}"; do
     tests/slurm/layouts.sh target/debug/lama
     tests/slurm/plugin.sh target/debug/lama "$plugin" "$release_plugin"
     tests/slurm/hostfile.sh target/debug/lama "$plugin"
+    tests/slurm/hostile.sh target/debug/lama "$plugin"
     tests/slurm/configs.sh target/debug/lama "$plugin" $other
     tests/slurm/mpi.sh target/debug/lama "$plugin"
     tests/slurm/launchers.sh target/debug/lama "$plugin"

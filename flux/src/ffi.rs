@@ -341,7 +341,7 @@ impl Task {
 /// Logs a message through the shell (shown by `flux run` as `flux-shell[R]: ...`); `msg` names
 /// lama itself, as the job exception's text must (the shell's component prefix is not in it).
 pub fn log(level: c_int, msg: &str) {
-    let m = c_text(msg);
+    let m = c_text(&lama::quote::for_log(msg));
     // SAFETY: static strings and one C string for "%s"; the shell formats and copies them.
     unsafe {
         flux_shell_log(
@@ -358,7 +358,7 @@ pub fn log(level: c_int, msg: &str) {
 /// Fails the job: the shell logs `msg`, raises a fatal `exec` exception with it (which `flux run`
 /// prints), kills any task and exits. Nothing of the job runs after this.
 pub fn fatal(msg: &str) -> ! {
-    let m = c_text(msg);
+    let m = c_text(&lama::quote::for_log(msg));
     // SAFETY: static strings and one C string for "%s"; flux_shell_fatal does not return.
     unsafe {
         flux_shell_fatal(

@@ -22,6 +22,13 @@ use std::sync::Mutex;
 use lama::flux_job::{flux_words, settings, user_options};
 use lama::slurm_step::{GpuVisibility, Options, Placing, Settings, ThreadRequest};
 
+/// A line on a task's stderr, bounded like every log line (`lama::quote`).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("{}", lama::quote::for_log(&format!($($arg)*)))
+    };
+}
+
 #[path = "../../spank/src/affinity.rs"]
 mod affinity;
 mod ffi;
@@ -221,7 +228,7 @@ unsafe extern "C" fn task_exec(
         Ok(Err(e)) => e,
         Err(_) => "internal error while binding the task (a bug in lama)".into(),
     };
-    eprintln!("lama: error: {}", flux_words(&msg));
+    say!("lama: error: {}", flux_words(&msg));
     // SAFETY: ends the forked task before exec, without running the shell's exit handlers.
     unsafe { libc::_exit(1) }
 }

@@ -110,9 +110,10 @@ pub fn exec(shell: Shell, node: &Node) -> Result<(), String> {
         })?;
     }
     if let Some(policy) = node.policy.as_ref().filter(|_| local == 0) {
-        eprintln!(
+        say!(
             "lama: policy auto on {} (node {}): {policy}",
-            node.host, node.rank
+            node.host,
+            node.rank
         );
     }
     if node.verbose {
@@ -123,7 +124,7 @@ pub fn exec(shell: Shell, node: &Node) -> Result<(), String> {
         } else {
             String::new()
         };
-        eprintln!(
+        say!(
             "lama: task {rank} on {} (node {}): {how} cpus {list} {}{shown}{cost}",
             node.host,
             node.rank,

@@ -153,6 +153,13 @@ impl RankInfo {
         let tasks = text(v.get("taskids")).ok_or("the shell's rank info has no taskids")?;
         let mut tasks = parse_ranges(&tasks).map_err(|e| format!("the shell's task ids: {e}"))?;
         tasks.sort_unstable();
+        let count: u64 = tasks.iter().map(|&(a, b)| u64::from(b - a) + 1).sum();
+        if count > crate::limits::MAX_TASKS as u64 {
+            return Err(format!(
+                "the shell's rank info names {count} tasks, more than the {} lama places",
+                crate::limits::MAX_TASKS
+            ));
+        }
         Ok(RankInfo {
             name: text(v.get("name")).unwrap_or_default(),
             tasks,

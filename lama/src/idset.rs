@@ -4,7 +4,7 @@ use thiserror::Error;
 
 /// A malformed id list.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("invalid id list '{text}': {reason}")]
+#[error("invalid id list '{}': {reason}", crate::quote::cut(.text))]
 pub struct IdsetError {
     /// The text that was parsed.
     pub text: String,
@@ -60,7 +60,8 @@ pub fn parse_ranges(text: &str) -> Result<Vec<(u32, u32)>, IdsetError> {
 pub fn parse_list(text: &str) -> Result<Vec<u32>, IdsetError> {
     let mut v: Vec<u32> = Vec::new();
     for (a, b) in parse_ranges(text)? {
-        if (b - a) > 1 << 24 {
+        // Counted over all ranges: repeating one range must not multiply the memory.
+        if u64::from(b - a) + v.len() as u64 >= 1 << 24 {
             return Err(err(text, "range too large"));
         }
         v.extend(a..=b);

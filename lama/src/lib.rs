@@ -23,6 +23,7 @@
 //! | [`idset`] | cpulists and idsets |
 //! | [`environ`] | the room in a task's environment: what fits in one variable and in `execve` |
 //! | [`limits`] | the largest sizes accepted from users, files and Slurm; bounded file reading |
+//! | [`quote`] | user text in messages: control characters escaped, long values cut |
 
 #![warn(missing_docs)]
 
@@ -44,6 +45,7 @@ pub use topology::{NodeTopology, Span, TopologyError};
 pub mod mapper;
 pub mod openmp;
 pub mod policy;
+pub mod quote;
 pub mod spec;
 
 pub use mapper::{plan, Placement, PlacementError, Plan};

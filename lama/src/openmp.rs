@@ -44,7 +44,7 @@ pub enum ProcBind {
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum ThreadError {
     /// A malformed value.
-    #[error("invalid {option} '{value}': {reason}; valid: {valid}")]
+    #[error("invalid {option} '{}': {reason}; valid: {valid}", crate::quote::cut(.value))]
     Invalid {
         /// The option as the user wrote it (`--lama-threads`, `threads`).
         option: String,

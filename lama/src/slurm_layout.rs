@@ -10,7 +10,9 @@
 use thiserror::Error;
 
 use crate::limits::{MAX_NODES, MAX_TASKS};
-use crate::step_map::{arbitrary_map, arbitrary_map_within, counts_map, HostFile};
+use crate::step_map::{
+    arbitrary_map, arbitrary_map_within, counts_map, counts_map_within, HostFile,
+};
 use crate::taskmap::TaskMap;
 
 /// A Slurm value that cannot be read, or does not fit the step.
@@ -45,6 +47,11 @@ fn split_top(s: &str) -> Result<Vec<&str>, LayoutError> {
     Ok(out)
 }
 
+/// How many decimal digits `v` takes.
+fn digits(v: u64) -> usize {
+    v.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
 fn too_many_hosts(expr: &str, limit: usize) -> LayoutError {
     bad(format!(
         "hostlist '{expr}' names more than {limit} hosts, the most lama reads"
@@ -61,6 +68,7 @@ enum Piece<'a> {
 fn pieces<'a>(expr: &str, part: &'a str) -> Result<(Vec<Piece<'a>>, usize), LayoutError> {
     let mut out = Vec::new();
     let mut count: usize = 1;
+    let mut shortest: usize = 0;
     let mut rest = part;
     while !rest.is_empty() {
         let Some(open) = rest.find('[') else {
@@ -95,8 +103,27 @@ fn pieces<'a>(expr: &str, part: &'a str) -> Result<(Vec<Piece<'a>>, usize), Layo
             ranges.push((lo, hi, a.len()));
         }
         count = count.saturating_mul(names);
+        // The shortest number a bracket writes: its narrowest zero-padded first number.
+        shortest += ranges
+            .iter()
+            .map(|&(lo, _, w)| w.max(digits(lo)))
+            .min()
+            .unwrap_or(0);
         out.push(Piece::Ranges(ranges));
         rest = &rest[close + 1..];
+    }
+    shortest += out
+        .iter()
+        .map(|p| match p {
+            Piece::Text(t) => t.len(),
+            Piece::Ranges(_) => 0,
+        })
+        .sum::<usize>();
+    if shortest > MAX_HOST_NAME_BYTES {
+        return Err(bad(format!(
+            "hostlist '{}': its names are longer than {MAX_HOST_NAME_BYTES} bytes",
+            crate::quote::cut(expr)
+        )));
     }
     Ok((out, count))
 }
@@ -110,40 +137,86 @@ pub fn expand_hostlist(expr: &str) -> Result<Vec<String>, LayoutError> {
 
 /// [`expand_hostlist`] with a lower limit than [`MAX_TASKS`] on the number of names.
 pub fn expand_hostlist_within(expr: &str, limit: usize) -> Result<Vec<String>, LayoutError> {
-    let mut parts = Vec::new();
+    let limit = limit.min(MAX_TASKS);
     let mut total: usize = 0;
+    for part in split_top(expr.trim())? {
+        let part = part.trim();
+        if !part.is_empty() {
+            total = total.saturating_add(pieces(expr, part)?.1);
+            if total > limit {
+                return Err(too_many_hosts(expr, limit));
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(total);
+    each_host(expr, |h| {
+        out.push(h.to_string());
+        true
+    })?;
+    Ok(out)
+}
+
+/// Calls `f` with each name of a hostlist expression in order, one at a time in one buffer, until
+/// `f` returns false; returns whether every name was visited.
+///
+/// Nothing is made ahead of what `f` asks for, so `a[0-16777214]` costs one name when `f` stops
+/// at the first; a name longer than [`MAX_HOST_NAME_BYTES`] is refused before any is made.
+pub fn each_host(expr: &str, mut f: impl FnMut(&str) -> bool) -> Result<bool, LayoutError> {
+    let mut buf = String::new();
     for part in split_top(expr.trim())? {
         let part = part.trim();
         if part.is_empty() {
             continue;
         }
-        let (p, count) = pieces(expr, part)?;
-        total = total.saturating_add(count);
-        if total > limit.min(MAX_TASKS) {
-            return Err(too_many_hosts(expr, limit.min(MAX_TASKS)));
+        let (p, _) = pieces(expr, part)?;
+        if !walk(&p, &mut buf, &mut f) {
+            return Ok(false);
         }
-        parts.push(p);
     }
-    let mut out = Vec::with_capacity(total);
-    for p in parts {
-        let mut hosts = vec![String::new()];
-        for piece in p {
-            match piece {
-                Piece::Text(t) => hosts.iter_mut().for_each(|h| h.push_str(t)),
-                Piece::Ranges(ranges) => {
-                    let mut next = Vec::new();
-                    for h in &hosts {
-                        for &(lo, hi, width) in &ranges {
-                            next.extend((lo..=hi).map(|v| format!("{h}{v:0width$}")));
-                        }
+    Ok(true)
+}
+
+/// Checks a hostlist expression's syntax and name lengths without making any name.
+fn check_hostlist(expr: &str) -> Result<(), LayoutError> {
+    for part in split_top(expr.trim())? {
+        pieces(expr, part.trim())?;
+    }
+    Ok(())
+}
+
+/// The longest host name lama accepts (DNS's limit for a name; Linux's own is 64).
+pub const MAX_HOST_NAME_BYTES: usize = 255;
+
+/// Appends each name of `pieces` to `buf` in turn (the last bracket varying fastest), calls `f`
+/// with it, and restores `buf`. Its depth is the number of pieces, which [`pieces`] bounds.
+fn walk(pieces: &[Piece<'_>], buf: &mut String, f: &mut impl FnMut(&str) -> bool) -> bool {
+    use std::fmt::Write;
+    let Some((first, rest)) = pieces.split_first() else {
+        return f(buf);
+    };
+    let len = buf.len();
+    match first {
+        Piece::Text(t) => {
+            buf.push_str(t);
+            let go = walk(rest, buf, f);
+            buf.truncate(len);
+            go
+        }
+        Piece::Ranges(ranges) => {
+            for &(lo, hi, width) in ranges {
+                for v in lo..=hi {
+                    // Writing to a String cannot fail.
+                    let _ = write!(buf, "{v:0width$}");
+                    let go = walk(rest, buf, f);
+                    buf.truncate(len);
+                    if !go {
+                        return false;
                     }
-                    hosts = next;
                 }
             }
+            true
         }
-        out.extend(hosts);
     }
-    Ok(out)
 }
 
 /// Expands a counts string such as `2(x3),1` into `[2, 2, 2, 1]`.
@@ -253,20 +326,23 @@ pub fn read_hostfile_within(text: &str, limit: usize) -> Result<Vec<String>, Lay
     for (i, line) in text.lines().enumerate() {
         let seen = out.len();
         hostfile_line(line, i + 1, limit, seen, |h, times| {
-            out.extend(std::iter::repeat_n(h.to_string(), times))
+            out.extend(std::iter::repeat_n(h.to_string(), times));
+            true
         })?;
     }
     Ok(out)
 }
 
 /// Reads line `line_no` of a host file, after `seen` tasks: calls `f(host, times)` for each of
-/// its hosts, in order. Refuses a line that brings the file past `limit` tasks.
+/// its hosts, in order, until `f` returns false. Refuses a line that brings the file past `limit`
+/// tasks. Hosts are made one at a time as `f` asks for them, and an entry for no task (`h*0`)
+/// makes none, so a line costs what its tasks need, whatever its ranges say.
 pub(crate) fn hostfile_line(
     line: &str,
     line_no: usize,
     limit: usize,
     mut seen: usize,
-    mut f: impl FnMut(&str, usize),
+    mut f: impl FnMut(&str, usize) -> bool,
 ) -> Result<usize, LayoutError> {
     let line = line.split('#').next().unwrap_or("").trim();
     for entry in line.split_whitespace() {
@@ -274,14 +350,18 @@ pub(crate) fn hostfile_line(
             Some((h, n)) => (
                 h,
                 n.parse::<usize>().map_err(|_| {
-                    bad(format!("host file line {line_no}: bad count in '{entry}'"))
+                    bad(format!(
+                        "host file line {line_no}: bad count in '{}'",
+                        crate::quote::cut(entry)
+                    ))
                 })?,
             ),
             None => (entry, 1),
         };
         let past = || {
             bad(format!(
-                "host file line {line_no}: '{entry}' brings the file past {limit} tasks, the most lama reads"
+                "host file line {line_no}: '{}' brings the file past {limit} tasks, the most lama reads",
+                crate::quote::cut(entry)
             ))
         };
         // Checked before the hostlist is expanded too, so that `h*99999999999` costs nothing.
@@ -289,18 +369,40 @@ pub(crate) fn hostfile_line(
             return Err(past());
         }
         if !expr.is_empty() && !expr.contains(['[', ']', ',']) {
-            f(expr, times);
+            if expr.len() > MAX_HOST_NAME_BYTES {
+                return Err(bad(format!(
+                    "host file line {line_no}: the host name '{}' is longer than {MAX_HOST_NAME_BYTES} bytes",
+                    crate::quote::cut(expr)
+                )));
+            }
+            // `host*0` names a host for no task: nothing is laid out, as in Slurm.
             seen += times;
+            if times > 0 && !f(expr, times) {
+                return Ok(seen);
+            }
             continue;
         }
-        for h in expand_hostlist_within(expr, limit - seen)
-            .map_err(|e| bad(format!("host file line {line_no}: {e}")))?
-        {
+        if times == 0 {
+            // No task asks for any of its names: only its syntax is checked.
+            check_hostlist(expr).map_err(|e| bad(format!("host file line {line_no}: {e}")))?;
+            continue;
+        }
+        let (mut over, mut stopped) = (false, false);
+        each_host(expr, |h| {
             if times > limit - seen {
-                return Err(past());
+                over = true;
+                return false;
             }
-            f(&h, times);
             seen += times;
+            stopped = !f(h, times);
+            !stopped
+        })
+        .map_err(|e| bad(format!("host file line {line_no}: {e}")))?;
+        if over {
+            return Err(past());
+        }
+        if stopped {
+            return Ok(seen);
         }
     }
     Ok(seen)
@@ -448,7 +550,7 @@ impl StepEnv {
         &self,
         read: impl Fn(&str) -> Result<String, String>,
     ) -> Result<TaskMap, LayoutError> {
-        self.map_with(|counts, hosts, path| {
+        self.map_with(usize::MAX, |counts, hosts, path| {
             let text = read(path).map_err(|e| bad(format!("cannot read host file {path}: {e}")))?;
             arbitrary_map(counts, hosts, HostFile::Text(&text)).map(Some)
         })
@@ -470,15 +572,18 @@ impl StepEnv {
         &self,
         max_blocks: usize,
     ) -> Result<Option<TaskMap>, LayoutError> {
-        self.map_with(|counts, hosts, path| {
+        self.map_with(max_blocks, |counts, hosts, path| {
             let file = HostFile::Path(path, crate::limits::MAX_HOSTFILE_BYTES);
             arbitrary_map_within(counts, hosts, file, max_blocks)
         })
     }
 
-    /// The map; `arbitrary(counts, hosts, host file path)` makes an arbitrary step's.
+    /// The map, `None` when it would have more than `max_blocks` blocks (see
+    /// [`counts_map_within`]); `arbitrary(counts, hosts, host file path)` makes an arbitrary
+    /// step's.
     fn map_with(
         &self,
+        max_blocks: usize,
         arbitrary: impl FnOnce(&[u32], &[String], &str) -> Result<Option<TaskMap>, LayoutError>,
     ) -> Result<Option<TaskMap>, LayoutError> {
         let tpn = self.tasks_per_node.as_deref().ok_or_else(|| {
@@ -503,7 +608,8 @@ impl StepEnv {
         let arbitrary_step = dist.split(':').next().map(str::trim) == Some("arbitrary");
         if !arbitrary_step {
             let d = Distribution::parse(dist, plane, None)?;
-            return step_taskmap(&counts, &d, &[]).map(Some);
+            check_total(&counts)?;
+            return Ok(counts_map_within(&counts, &d, max_blocks).flatten());
         }
         let path = self.hostfile.as_deref().ok_or_else(|| {
             bad("arbitrary distribution needs a host file (SLURM_HOSTFILE is not set)")
@@ -512,7 +618,8 @@ impl StepEnv {
             .nodelist
             .as_deref()
             .ok_or_else(|| bad("arbitrary distribution needs the step's node list"))?;
-        let hosts = expand_hostlist(list)?;
+        // No more names are made than the step has nodes.
+        let hosts = expand_hostlist_within(list, counts.len())?;
         if hosts.len() != counts.len() {
             return Err(bad(format!(
                 "the node list has {} hosts, the tasks per node list {} nodes",

@@ -24,35 +24,64 @@ fn bad(msg: impl Into<String>) -> LayoutError {
 
 /// The map of a block, cyclic or plane step from its tasks per node (`None` for arbitrary).
 pub fn counts_map(counts: &[u32], dist: &Distribution) -> Option<TaskMap> {
+    counts_map_within(counts, dist, usize::MAX).map(Option::unwrap_or_default)
+}
+
+/// Node visits [`counts_map_within`] may spend on a bounded map: Slurm's own layouts give nodes
+/// one or two different counts (a few passes); only a hand-made list of many different counts
+/// needs more, and its map would be too long to export anyway.
+pub const MAX_COUNTS_WORK: u64 = 1 << 24;
+
+/// [`counts_map`], or `Some(None)` when the map would have more than `max_blocks` blocks or cost
+/// more than [`MAX_COUNTS_WORK`] node visits (no bound when `max_blocks` is `usize::MAX`).
+pub fn counts_map_within(
+    counts: &[u32],
+    dist: &Distribution,
+    max_blocks: usize,
+) -> Option<Option<TaskMap>> {
     let p = match dist {
         Distribution::Block => {
             let mut b = MapBuilder::default();
             for (i, &c) in counts.iter().enumerate() {
                 b.run(i as u64, u64::from(c));
             }
-            return Some(b.finish());
+            return Some(Some(b.finish()));
         }
         Distribution::Cyclic => 1,
         Distribution::Plane(p) => u64::from(*p).max(1),
         Distribution::Arbitrary(_) => return None,
     };
+    let bounded = max_blocks != usize::MAX;
+    let mut work: u64 = 0;
     let mut left: Vec<u64> = counts.iter().map(|&c| u64::from(c)).collect();
     let mut b = MapBuilder::default();
     // While every node still in the round has p or more left, rounds repeat unchanged: they are
     // taken together. Each pass ends at least one node's tasks, or a set of identical rounds.
     while let Some(min) = left.iter().filter(|&&l| l > 0).min().copied() {
+        work += left.len() as u64;
+        if bounded && (work > MAX_COUNTS_WORK || b.blocks() > max_blocks.saturating_add(1)) {
+            return Some(None);
+        }
         let rounds = if min >= p { min / p } else { 1 };
         let stretches = round_stretches(&left, p);
         for _ in 0..rounds {
             for &(start, count, take) in &stretches {
                 b.stretch(start, count, take);
             }
+            if bounded && b.blocks() > max_blocks.saturating_add(1) {
+                return Some(None);
+            }
         }
         for l in left.iter_mut() {
             *l -= (*l).min(p) * rounds;
         }
+        // Nodes with nothing left are dropped from the ends, where they gather first.
+        while left.last() == Some(&0) {
+            left.pop();
+        }
     }
-    Some(b.finish())
+    let map = b.finish();
+    Some((!bounded || map.blocks().len() <= max_blocks).then_some(map))
 }
 
 /// The stretches of one round: (first node, nodes, tasks each), nodes with none left skipped.
@@ -91,6 +120,18 @@ impl Hasher for Fnv {
         }
         self.0 = h;
     }
+}
+
+/// Bytes of a host file read for a step whatever its size (comments, blank lines).
+pub const HOSTFILE_SLACK_BYTES: u64 = 1 << 20;
+
+/// Bytes of a host file read for each of the step's tasks: a host name of at most 255 bytes,
+/// its `*N` and a separator.
+pub const HOSTFILE_BYTES_PER_TASK: u64 = 300;
+
+/// The most bytes of a host file read for a step of `tasks` tasks.
+pub fn hostfile_bytes(tasks: u64) -> u64 {
+    HOSTFILE_SLACK_BYTES.saturating_add(tasks.saturating_mul(HOSTFILE_BYTES_PER_TASK))
 }
 
 /// Where an arbitrary step's host file comes from.
@@ -138,10 +179,6 @@ pub fn arbitrary_map_within(
         line_no += 1;
         let mut err = None;
         hostfile_line(line, line_no, MAX_TASKS, tasks as usize, |h, times| {
-            // `host*0` names a host for no task: it is not looked up, as Slurm lays out none.
-            if err.is_some() || tasks >= total || times == 0 {
-                return;
-            }
             let node = match &last {
                 Some((name, n)) if name == h => *n,
                 _ => match index.get(h) {
@@ -151,9 +188,10 @@ pub fn arbitrary_map_within(
                     }
                     None => {
                         err = Some(bad(format!(
-                            "host file line for task {tasks}: host '{h}' is not in the step's node list"
+                            "host file line for task {tasks}: host '{}' is not in the step's node list",
+                            crate::quote::cut(h)
                         )));
-                        return;
+                        return false;
                     }
                 },
             };
@@ -162,6 +200,8 @@ pub fn arbitrary_map_within(
             b.run(u64::from(node), times);
             seen[node as usize] += times;
             tasks += times;
+            // Past the step's last task nothing more is read, not even the rest of the line.
+            tasks < total && b.blocks() <= max_blocks.saturating_add(1)
         })?;
         if let Some(e) = err {
             return Err(e);
@@ -178,8 +218,11 @@ pub fn arbitrary_map_within(
             }
         }
         HostFile::Path(path, max) => {
+            // What a host file of the step's tasks needs, not a byte more: a line costs memory
+            // however few tasks it names.
             let f = crate::limits::open_regular(std::path::Path::new(path), max)
                 .map_err(|e| bad(format!("cannot read host file {path}: {e}")))?;
+            let max = max.min(hostfile_bytes(total));
             let mut r = std::io::BufReader::with_capacity(64 << 10, f.take(max + 1));
             let mut line = String::new();
             let mut read: u64 = 0;
@@ -193,9 +236,8 @@ pub fn arbitrary_map_within(
                 }
                 read += n as u64;
                 if read > max {
-                    let why =
-                        format!("the file grew beyond the {max} bytes lama reads from such a file");
-                    return Err(bad(format!("cannot read host file {path}: {why}")));
+                    let (slack, per_task) = (HOSTFILE_SLACK_BYTES, HOSTFILE_BYTES_PER_TASK);
+                    return Err(bad(format!("host file {path}: more than {max} bytes before the step's {total} tasks were named (lama reads {slack} plus {per_task} bytes per task)")));
                 }
                 if !visit(line.trim_end_matches(['\n', '\r']))? {
                     break;

@@ -210,8 +210,69 @@ fn caches_are_not_written_into_folders_others_can_change() {
     let e = write(&dir.join("topology-x.json"), &t, &loc)
         .unwrap_err()
         .to_string();
-    assert!(
-        e.contains("writable by others than its owner (mode 777)"),
-        "{e}"
-    );
+    assert!(e.contains("writable by others than root (mode 777)"), "{e}");
+}
+
+/// What a user without privileges could leave where slurmd keeps its cache: each is refused by
+/// the reader (every step) and the writer (slurmd), and a cache root wrote is still read.
+#[test]
+fn only_a_cache_root_wrote_is_trusted() {
+    use std::os::unix::fs::{chown, symlink};
+    // Ownership can be given away only by root, as slurmd and the test command run.
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: the ownership cases need root");
+        return;
+    }
+    let t = NodeTopology::from_synthetic("pack:1 core:2 pu:1").unwrap();
+    let loc = lama::locality::Locality::new(Vec::new(), Vec::new(), None, Vec::new());
+    let good = scratch("root-folder");
+    std::fs::set_permissions(&*good, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = good.join("topology-x.json");
+    write(&file, &t, &loc).unwrap();
+    assert_eq!(read(&file, false).unwrap().topology.cpus(), t.cpus());
+
+    // A folder a user made first, with a file planted in it.
+    let planted = scratch("user-folder");
+    std::fs::set_permissions(&*planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::copy(&file, planted.join("topology-x.json")).unwrap();
+    chown(&*planted, Some(65534), Some(65534)).unwrap();
+    let e = read(&planted.join("topology-x.json"), false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("folder is owned by uid 65534, not root"), "{e}");
+    let e = write(&planted.join("topology-x.json"), &t, &loc)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("folder is owned by uid 65534, not root"), "{e}");
+
+    // A file a user owns in root's folder.
+    let theirs = good.join("topology-theirs.json");
+    std::fs::copy(&file, &theirs).unwrap();
+    chown(&theirs, Some(65534), None).unwrap();
+    let e = read(&theirs, false).unwrap_err().to_string();
+    assert!(e.contains("file is owned by uid 65534, not root"), "{e}");
+
+    // A symbolic link for the folder, or for the file, even to root's own.
+    let linked = good.join("linked");
+    symlink(&*good, &linked).unwrap();
+    let e = read(&linked.join("topology-x.json"), false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("folder is a symbolic link"), "{e}");
+    let e = write(&linked.join("topology-y.json"), &t, &loc)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("folder is a symbolic link"), "{e}");
+    symlink(&file, good.join("topology-link.json")).unwrap();
+    let e = read(&good.join("topology-link.json"), false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("file is a symbolic link"), "{e}");
+
+    // A folder slurmd makes is root's, mode 0755.
+    let made = good.join("made/lama");
+    lama::cache::prepare_folder(&made).unwrap();
+    let mode = std::fs::metadata(&made).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o755);
 }

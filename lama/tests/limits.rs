@@ -137,11 +137,20 @@ fn fuzzer_findings() {
     assert!(e.contains("']' without '['"), "{e}");
     let e = expand_hostlist("a[1-[2]]").unwrap_err().to_string();
     assert!(e.contains("'[' inside brackets"), "{e}");
-    // 5.5M names on one host file line: refused at a lower limit, before they are made.
+    // 5.5M names on one host file line: refused at a lower limit, once that many are made.
     let e = lama::slurm_layout::read_hostfile_within("~\u{1}\u{14}[1-5555560]*1#\nn0", 1000)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("more than 1000 hosts"), "{e}");
+    assert!(e.contains("past 1000 tasks"), "{e}");
+    // `h*0` names a plain host for no task in the streamed map as in the collected list (the
+    // fuzzer's first finding once names were made one at a time).
+    let text = "\u{1}*0\n=3 ncmo\n";
+    let hosts = lama::slurm_layout::read_hostfile(text).unwrap();
+    assert_eq!(hosts, ["=3", "ncmo"]);
+    let map = lama::step_map::arbitrary_map(&[1, 1], &hosts, lama::step_map::HostFile::Text(text));
+    assert_eq!(map.unwrap().total_tasks(), 2);
+    // The control characters of the entry are escaped in the message.
+    assert!(e.contains("~\\u{1}\\u{14}[1-5555560]*1"), "{e}");
 }
 
 /// A plane size the user exported must not break the task map of a block step (found by

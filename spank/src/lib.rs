@@ -28,6 +28,19 @@ use lama::slurm_step::{
 use lama::taskmap::{rfc34, TaskMap};
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle};
 
+/// A line on a task's stderr (the user's output), bounded like every log line: what a user typed
+/// can neither start a line of its own nor flood the output (`lama::quote`).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("{}", lama::quote::for_log(&format!($($arg)*)))
+    };
+}
+
+/// Slurm's log (slurmd's, or srun's stderr), one bounded line per message (see [`say`]).
+pub(crate) fn log(level: LogLevel, msg: &str) {
+    spank_log(level, &lama::quote::for_log(msg));
+}
+
 mod affinity;
 mod auto;
 mod exports;
@@ -60,7 +73,7 @@ impl Error for Reported {}
 type Result = std::result::Result<(), Box<dyn Error>>;
 
 fn fail(msg: &str) -> Box<dyn Error> {
-    spank_log(LogLevel::Error, &format!("lama: {msg}"));
+    log(LogLevel::Error, &format!("lama: {msg}"));
     Box::new(Reported)
 }
 
@@ -174,7 +187,7 @@ impl Lama {
             || !matches!(self.settings.threads(&self.user), Ok(None));
         let note = asked.then(|| lama::launcher::daemon_note(what));
         if let Some(n) = &note {
-            spank_log(LogLevel::Info, &format!("lama: {n}"));
+            log(LogLevel::Info, &format!("lama: {n}"));
         }
         Step {
             host: affinity::hostname(),
@@ -564,7 +577,7 @@ unsafe impl Plugin for Lama {
         };
         // For the admin, in slurmd's log; the user sees it from task_init on the step's stderr.
         if let Some(f) = &st.failure {
-            spank_log(LogLevel::Info, &format!("lama: no task started: {f}"));
+            log(LogLevel::Info, &format!("lama: no task started: {f}"));
         }
         let mut st = st;
         match st.taskmap_only() {

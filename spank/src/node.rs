@@ -7,7 +7,9 @@ use lama::cache;
 use lama::locality::Locality;
 use lama::slurm_step::Settings;
 use lama::NodeTopology;
-use slurm_spank::{spank_log, LogLevel};
+use slurm_spank::LogLevel;
+
+use crate::log;
 
 use crate::{affinity, probe};
 
@@ -15,9 +17,19 @@ use crate::{affinity, probe};
 /// they came from.
 pub type NodeFound = (NodeTopology, Vec<u32>, Option<Locality>, &'static str);
 
+/// The cache of this host. A slurmd told to read a declared machine (`HWLOC_XMLFILE` in its
+/// environment, which its slurmstepds inherit) keeps it under a name of its own, so that it is
+/// never taken for the real machine's, nor the real machine's for it.
 fn cache_file(settings: &Settings, host: &str) -> Option<PathBuf> {
     let dir = settings.cache.as_ref()?;
-    Some(dir.join(format!("topology-{host}.json")))
+    let name = match std::env::var_os("HWLOC_XMLFILE") {
+        Some(xml) => format!(
+            "topology-{host}-{:016x}.json",
+            lama::cache::source_key(&xml)
+        ),
+        None => format!("topology-{host}.json"),
+    };
+    Some(dir.join(name))
 }
 
 /// The node's topology, the CPUs this slurmstepd may use and, when `devices`, the node's
@@ -46,7 +58,7 @@ pub fn find(settings: &Settings, host: &str, devices: bool) -> Result<NodeFound,
             });
         match read {
             Ok(found) => return Ok(found),
-            Err(e) => spank_log(
+            Err(e) => log(
                 LogLevel::Error,
                 &format!("lama: {e}; probing the machine instead"),
             ),
@@ -66,7 +78,7 @@ pub fn write_cache(settings: &Settings) {
         return;
     };
     let made = match file.parent() {
-        Some(dir) => std::fs::create_dir_all(dir).map_err(|e| e.to_string()),
+        Some(dir) => cache::prepare_folder(dir).map_err(|e| e.to_string()),
         None => Ok(()),
     };
     let saved = made.and_then(|_| {
@@ -75,7 +87,7 @@ pub fn write_cache(settings: &Settings) {
         cache::write(&file, &n.topology.with_name(&host), &loc).map_err(|e| e.to_string())
     });
     if let Err(e) = saved {
-        spank_log(
+        log(
             LogLevel::Error,
             &format!(
                 "lama: cannot cache the topology in {}: {e}; steps will probe the machine",

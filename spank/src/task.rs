@@ -31,16 +31,17 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
     };
     if let Some(f) = &st.failure {
         if claim(Once::Failure) {
-            eprintln!(
+            say!(
                 "lama: error: {f} (node {} {}: no task of this step was started there)",
-                st.nodeid, st.host
+                st.nodeid,
+                st.host
             );
         }
         stop_task();
     }
     if let Some(w) = &st.warning {
         if first_task() {
-            eprintln!("lama: warning: {w}");
+            say!("lama: warning: {w}");
         }
     }
     let mut groups = Vec::new();
@@ -57,7 +58,7 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
             (Some(m), Ok(())) => groups.push(Group::task_map(m.clone())),
             (Some(_), Err(e)) => {
                 if claim(Once::Mismatch) {
-                    eprintln!(
+                    say!(
                         "lama: warning: TASK_MAP not exported: {e} (node {} {}; said once per node)",
                         st.nodeid, st.host
                     );
@@ -92,9 +93,10 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
     if !withheld.is_empty() && claim(Once::Withheld) {
         let rank = spank.task_global_id().unwrap_or_default();
         for w in &withheld {
-            eprintln!(
+            say!(
                 "lama: warning: {w} (first seen in task {rank} on node {} {}; said once per node)",
-                st.nodeid, st.host
+                st.nodeid,
+                st.host
             );
         }
     }
@@ -107,9 +109,10 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
     }
     if let Some(p) = placed {
         if let Some(policy) = st.policy.as_ref().filter(|_| first_task()) {
-            eprintln!(
+            say!(
                 "lama: policy auto on {} (node {}): {policy}",
-                st.host, st.nodeid
+                st.host,
+                st.nodeid
             );
         }
         if st.verbose {
@@ -139,7 +142,7 @@ fn place(
     let rank = spank.task_global_id()?;
     let fatal = |msg: String| -> ! {
         if claim(Once::Failure) {
-            eprintln!("lama: error: {msg} (said once per node; the node's tasks were not started)");
+            say!("lama: error: {msg} (said once per node; the node's tasks were not started)");
         }
         stop_task()
     };
@@ -197,7 +200,7 @@ fn place(
             .collect();
         if !set.is_empty() {
             if spank.task_id().map(|id| id == 0).unwrap_or(false) {
-                eprintln!(
+                say!(
                     "lama: note: the job sets {}, so lama's OpenMP places are not exported (--lama-omp-override replaces them)",
                     set.join(", ")
                 );
@@ -235,7 +238,7 @@ fn verbose(st: &Step, spank: &SpankHandle, p: &Placed, vars: &[(String, String)]
         Ok(Some(v)) if st.het => v,
         _ => own.to_string(),
     };
-    eprintln!(
+    say!(
         "lama: task {} on {} (node {}): {how} cpus {list} {}{shown}{replaced}{cost}",
         id("SLURM_PROCID", p.rank),
         st.host,

@@ -60,9 +60,10 @@ impl Options {
                 "0" | "no" | "false" => {}
                 _ => {
                     return Err(StepError::Option(format!(
-                        "invalid {name}={value}; valid: 1, yes or true (as --lama-{}), or 0, no or false",
-                        info.name
-                    )))
+                    "invalid {name}={}; valid: 1, yes or true (as --lama-{}), or 0, no or false",
+                    crate::quote::cut(value),
+                    info.name
+                )))
                 }
             }
         }

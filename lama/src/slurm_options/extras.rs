@@ -23,7 +23,8 @@ impl GpuVisibility {
             "own" => Ok(GpuVisibility::Own),
             "all" => Ok(GpuVisibility::All),
             _ => Err(format!(
-                "invalid {name} '{value}'; valid: own (each task sees only its own GPUs) or all (every GPU of the step on the node, the task's own first)"
+                "invalid {name} '{}'; valid: own (each task sees only its own GPUs) or all (every GPU of the step on the node, the task's own first)",
+                crate::quote::cut(value)
             )),
         }
     }
@@ -53,7 +54,12 @@ pub(super) fn device_count(name: &str, value: &str) -> Result<usize, String> {
         .parse::<usize>()
         .ok()
         .filter(|&n| n <= MAX_DEVICES)
-        .ok_or_else(|| format!("invalid {name} '{value}': not a number of devices; valid: 0 to {MAX_DEVICES} per task"))
+        .ok_or_else(|| {
+            format!(
+                "invalid {name} '{}': not a number of devices; valid: 0 to {MAX_DEVICES} per task",
+                crate::quote::cut(value)
+            )
+        })
 }
 
 impl Settings {

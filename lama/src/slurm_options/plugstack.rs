@@ -25,7 +25,8 @@ fn yes_no(key: &str, value: &str) -> Result<bool, StepError> {
         "yes" | "true" | "1" => Ok(true),
         "no" | "false" | "0" => Ok(false),
         _ => Err(StepError::Setting(format!(
-            "invalid {key}={value}; valid: yes or no"
+            "invalid {key}={}; valid: yes or no",
+            crate::quote::cut(value)
         ))),
     }
 }

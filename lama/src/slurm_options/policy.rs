@@ -54,7 +54,10 @@ fn switch(spelled: &str, value: &str, on: &str, valid: &str) -> Result<bool, Str
     match value.trim() {
         v if v == on => Ok(true),
         "none" => Ok(false),
-        _ => Err(format!("invalid {spelled} '{value}'; valid: {valid}")),
+        _ => Err(format!(
+            "invalid {spelled} '{}'; valid: {valid}",
+            crate::quote::cut(value)
+        )),
     }
 }
 

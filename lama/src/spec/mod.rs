@@ -119,13 +119,15 @@ impl SpecError {
     pub fn message(&self, option_prefix: &str) -> String {
         let mut m = format!(
             "invalid {option_prefix}{} '{}': {}",
-            self.input, self.value, self.reason
+            self.input,
+            crate::quote::cut(&self.value),
+            self.reason
         );
         if let (Some(p), Some(t)) = (self.position, &self.token) {
             if !self.reason.contains("position") {
                 m.push_str(&format!(" at position {p}"));
             }
-            m.push_str(&format!(" ('{t}')"));
+            m.push_str(&format!(" ('{}')", crate::quote::cut(t)));
         }
         m.push_str(&format!("; valid: {}", self.input.valid()));
         m
