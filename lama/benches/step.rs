@@ -3,7 +3,8 @@
 //! in block, cyclic and plane layouts, and in arbitrary layouts read from a host file of
 //! 1,000,000 lines (the file read included). The same calls as the plugin's `user_init`:
 //! `StepEnv::taskmap_from_files_within`, then the RFC 34 text. (A map with too many blocks for
-//! the environment is not read to the end: the shuffled host file stops early.)
+//! the environment is not read to the end: the shuffled host file stops early.) Then the hostile
+//! steps of issue 37: what a short host file or tasks-per-node string costs (`hostile`).
 
 use std::io::Write;
 
@@ -104,5 +105,68 @@ fn bench(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-criterion_group!(benches, bench);
+/// What a hostile step costs its slurmstepd: the host files and the tasks-per-node string of
+/// issue 37, read as `user_init` reads them (tests/slurm/hostile.sh checks the memory on the
+/// sandbox; this is their time). Each ends in a map or a refusal, which is printed once.
+fn hostile(c: &mut Criterion) {
+    let mut g = c.benchmark_group("hostile steps, as user_init reads them");
+    g.sample_size(20);
+    let dir = std::env::temp_dir().join(format!("lama-bench-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    let one = |file: &str| StepEnv {
+        tasks_per_node: Some("1".into()),
+        nodelist: Some("n1".into()),
+        distribution: Some("arbitrary".into()),
+        plane_size: None,
+        hostfile: Some(file.into()),
+    };
+    let cases = [
+        ("20-byte host file", "n1 a[0-16777214]\n".to_string()),
+        (
+            "219-byte host file",
+            format!("n1 {}[0-16777214]\n", "a".repeat(200)),
+        ),
+        (
+            "300-byte host name",
+            format!("{}[0-16777214]\n", "b".repeat(300)),
+        ),
+        ("2 MB of comment", format!("#{}\nn1\n", "c".repeat(2 << 20))),
+    ];
+    for (name, text) in cases {
+        let path = dir.join(name.replace(' ', "_"));
+        std::fs::write(&path, text).expect("host file");
+        let env = one(path.to_str().expect("a UTF-8 path"));
+        let outcome = env.taskmap_from_files_within(MAX_TASK_MAP_BLOCKS);
+        eprintln!(
+            "{name}: {:?}",
+            outcome
+                .as_ref()
+                .map(|m| m.as_ref().map(rfc34::encode_wrapped))
+        );
+        g.bench_function(name, |b| {
+            b.iter(|| black_box(&env).taskmap_from_files_within(MAX_TASK_MAP_BLOCKS))
+        });
+    }
+    // 5,200 nodes of 1 to 5,200 tasks each, dealt cyclically: 24.6 s before the work bound.
+    let counts = (1..=5200).map(|c: u32| c.to_string()).collect::<Vec<_>>();
+    let env = StepEnv {
+        tasks_per_node: Some(counts.join(",")),
+        nodelist: None,
+        distribution: Some("cyclic".into()),
+        plane_size: None,
+        hostfile: None,
+    };
+    eprintln!(
+        "25 KB tasks per node, cyclic: exported: {:?}",
+        env.taskmap_from_files_within(MAX_TASK_MAP_BLOCKS)
+            .map(|m| m.is_some())
+    );
+    g.bench_function("25 KB tasks per node, cyclic", |b| {
+        b.iter(|| black_box(&env).taskmap_from_files_within(MAX_TASK_MAP_BLOCKS))
+    });
+    g.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, bench, hostile);
 criterion_main!(benches);
