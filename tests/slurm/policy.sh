@@ -49,6 +49,13 @@ got=$(timeout 120 salloc -N1 -w n1 --exclusive srun -n8 -c2 --lama-policy=auto b
 want=$(for t in 0 1 2 3 4 5 6 7; do echo "$t ${first[t]}-$((first[t] + 1)) none 2 map"; done)
 if [ "$got" = "$want" ]; then ok "policy auto with --cpus-per-task=2: 8 tasks on 8 cores take both hardware threads of one core each"
 else not_ok "policy auto with --cpus-per-task=2" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+# The job's plan counts salloc's -c as the plugin does (it planned one hardware thread per task
+# before). Its node report reads the declared XML through hwloc's HWLOC_XMLFILE.
+got=$(timeout 120 salloc -N1 -w n1 --exclusive -n8 -c2 bash -c "HWLOC_XMLFILE='$x3' '$lama' plan --from-slurm --policy auto --step-gpus none --format json" 2>"$work/err" |
+  python3 -c 'import json, sys; [print(r["rank"], ",".join(map(str, r["cpus"]))) for r in json.load(sys.stdin)["ranks"]]' 2>>"$work/err")
+want=$(for t in 0 1 2 3 4 5 6 7; do echo "$t ${first[t]},$((first[t] + 1))"; done)
+if [ "$got" = "$want" ]; then ok "salloc -n8 -c2: lama plan --from-slurm --policy auto plans what the plugin binds (both hardware threads of one core each)"
+else not_ok "lama plan --from-slurm --policy auto with -c2" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
 # Two whole nodes, 8 tasks: Slurm's block layout puts 4 on each, and each node places its own
 # as the 4-task case above (ranks 4-7 on the second node).
 got=$(timeout 120 salloc -N2 -w n[1-2] --exclusive --gres=gpu:4 srun -n8 --lama-policy=auto bash "$work/task.sh" 2>"$work/err" | sort -n)

@@ -157,7 +157,7 @@ fn plan_nodes(
     np: usize,
     threads: Option<&ThreadRequest>,
 ) -> Result<Vec<NodePlan>, (String, String)> {
-    let workers = auto_workers(threads, None);
+    let workers = auto_workers(threads, a.cpus_per_task.map(|c| c as usize));
     let mut plans = Vec::new();
     for (n, ranks) in block(np, per_node.len()).into_iter().enumerate() {
         let (node, loc) = &models[per_node[n]];

@@ -89,6 +89,10 @@ pub struct PlanArgs {
     /// (0,1 or 0-3), or none (default: every GPU of the node).
     #[arg(long, value_name = "LIST|none", requires = "policy")]
     step_gpus: Option<String>,
+    /// With --policy auto: CPUs per rank as srun's -c gives them, the workers of each rank when
+    /// --threads names no number (with --from-slurm: SLURM_CPUS_PER_TASK, as the plugin reads it).
+    #[arg(long, value_name = "N", requires = "policy", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    cpus_per_task: Option<u32>,
     /// Expert map, e.g. csbnh (leftmost token changes fastest).
     #[arg(long, value_name = "STR")]
     map: Option<String>,
@@ -382,6 +386,10 @@ fn job_nodes(
 pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
     if a.from_slurm && a.np.is_none() {
         a.np = crate::env("SLURM_NTASKS").and_then(|n| n.trim().parse().ok());
+    }
+    // The plugin's policy counts srun's -c as each task's workers: so does the plan of the job.
+    if a.from_slurm && a.policy.is_some() && a.cpus_per_task.is_none() {
+        a.cpus_per_task = crate::env("SLURM_CPUS_PER_TASK").and_then(|n| n.trim().parse().ok());
     }
     let req = match request(&a) {
         Ok(r) => r,
