@@ -221,37 +221,59 @@ fn walk(pieces: &[Piece<'_>], buf: &mut String, f: &mut impl FnMut(&str) -> bool
 
 /// Expands a counts string such as `2(x3),1` into `[2, 2, 2, 1]`.
 pub fn expand_counts(s: &str) -> Result<Vec<u32>, LayoutError> {
+    expand_counts_within(s, MAX_NODES)
+}
+
+/// [`expand_counts`], refusing a string of more than `max_nodes` nodes before they are made.
+pub fn expand_counts_within(s: &str, max_nodes: usize) -> Result<Vec<u32>, LayoutError> {
+    let max_nodes = max_nodes.min(MAX_NODES);
     let mut out = Vec::new();
     for part in s.split(',') {
         let part = part.trim();
         let (n, rep) = match part.split_once("(x") {
             Some((n, r)) => {
-                let r = r
-                    .strip_suffix(')')
-                    .ok_or_else(|| bad(format!("counts '{s}': expected N(xM) at '{part}'")))?;
+                let r = r.strip_suffix(')').ok_or_else(|| {
+                    bad(format!(
+                        "counts '{}': expected N(xM) at '{}'",
+                        crate::quote::cut(s),
+                        crate::quote::cut(part)
+                    ))
+                })?;
                 (n, r)
             }
             None => (part, "1"),
         };
-        let n: u32 = n
-            .trim()
-            .parse()
-            .map_err(|_| bad(format!("counts '{s}': '{part}' is not a count")))?;
-        let rep: usize = rep
-            .trim()
-            .parse()
-            .map_err(|_| bad(format!("counts '{s}': '{part}' has a bad repeat")))?;
+        let n: u32 = n.trim().parse().map_err(|_| {
+            bad(format!(
+                "counts '{}': '{}' is not a count",
+                crate::quote::cut(s),
+                crate::quote::cut(part)
+            ))
+        })?;
+        let rep: usize = rep.trim().parse().map_err(|_| {
+            bad(format!(
+                "counts '{}': '{}' has a bad repeat",
+                crate::quote::cut(s),
+                crate::quote::cut(part)
+            ))
+        })?;
         if rep == 0 {
-            return Err(bad(format!("counts '{s}': '{part}' has a bad repeat")));
+            return Err(bad(format!(
+                "counts '{}': '{}' has a bad repeat",
+                crate::quote::cut(s),
+                crate::quote::cut(part)
+            )));
         }
         if n as usize > MAX_TASKS {
             return Err(bad(format!(
-                "counts '{s}': {n} is more than {MAX_TASKS} tasks, the most lama places"
+                "counts '{}': {n} is more than {MAX_TASKS} tasks, the most lama places",
+                crate::quote::cut(s)
             )));
         }
-        if rep > MAX_NODES - out.len() {
+        if rep > max_nodes - out.len() {
             return Err(bad(format!(
-                "counts '{s}' covers more than {MAX_NODES} nodes, the most lama places"
+                "counts '{}' covers more than {max_nodes} nodes, the most lama places here",
+                crate::quote::cut(s)
             )));
         }
         out.extend(std::iter::repeat_n(n, rep));
@@ -550,7 +572,7 @@ impl StepEnv {
         &self,
         read: impl Fn(&str) -> Result<String, String>,
     ) -> Result<TaskMap, LayoutError> {
-        self.map_with(usize::MAX, |counts, hosts, path| {
+        self.map_with(usize::MAX, None, |counts, hosts, path| {
             let text = read(path).map_err(|e| bad(format!("cannot read host file {path}: {e}")))?;
             arbitrary_map(counts, hosts, HostFile::Text(&text)).map(Some)
         })
@@ -572,7 +594,18 @@ impl StepEnv {
         &self,
         max_blocks: usize,
     ) -> Result<Option<TaskMap>, LayoutError> {
-        self.map_with(max_blocks, |counts, hosts, path| {
+        self.taskmap_of_step(max_blocks, None)
+    }
+
+    /// [`StepEnv::taskmap_from_files_within`] for a step Slurm says has `nodes` nodes (its
+    /// `S_JOB_NNODES` item): tasks per node for any other number are refused before any entry
+    /// is made, so a forged value costs nothing (what the plugin runs on every node).
+    pub fn taskmap_of_step(
+        &self,
+        max_blocks: usize,
+        nodes: Option<usize>,
+    ) -> Result<Option<TaskMap>, LayoutError> {
+        self.map_with(max_blocks, nodes, |counts, hosts, path| {
             let file = HostFile::Path(path, crate::limits::MAX_HOSTFILE_BYTES);
             arbitrary_map_within(counts, hosts, file, max_blocks)
         })
@@ -584,12 +617,19 @@ impl StepEnv {
     fn map_with(
         &self,
         max_blocks: usize,
+        nodes: Option<usize>,
         arbitrary: impl FnOnce(&[u32], &[String], &str) -> Result<Option<TaskMap>, LayoutError>,
     ) -> Result<Option<TaskMap>, LayoutError> {
         let tpn = self.tasks_per_node.as_deref().ok_or_else(|| {
             bad("no tasks per node (SLURM_STEP_TASKS_PER_NODE is not set: run inside a job step)")
         })?;
-        let counts = expand_counts(tpn)?;
+        let counts = expand_counts_within(tpn, nodes.unwrap_or(MAX_NODES))?;
+        if let Some(n) = nodes.filter(|&n| n != counts.len()) {
+            return Err(bad(format!(
+                "the tasks per node list {} nodes, Slurm says the step has {n}",
+                counts.len()
+            )));
+        }
         let dist = self.distribution.as_deref().unwrap_or("block");
         // Slurm sets the plane size only for plane steps: any other value is the user's.
         let is_plane = dist

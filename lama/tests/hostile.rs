@@ -153,6 +153,41 @@ fn a_node_list_is_expanded_no_further_than_the_step_has_nodes() {
 }
 
 #[test]
+fn tasks_per_node_for_more_nodes_than_slurm_says_cost_nothing() {
+    // A million nodes claimed for a 3-node step: refused before any entry is made.
+    let env = StepEnv {
+        tasks_per_node: Some("1(x1048576)".into()),
+        nodelist: Some("n[1-1048576]".into()),
+        distribution: Some("block".into()),
+        plane_size: None,
+        hostfile: None,
+    };
+    let (r, bytes) = peak(|| env.taskmap_of_step(lama::environ::MAX_TASK_MAP_BLOCKS, Some(3)));
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("covers more than 3 nodes"), "{e}");
+    assert!(bytes < 1 << 16, "{bytes} bytes");
+    let fewer = StepEnv {
+        tasks_per_node: Some("2".into()),
+        ..env
+    };
+    let e = fewer.taskmap_of_step(100, Some(3)).unwrap_err().to_string();
+    assert!(e.contains("list 1 nodes, Slurm says the step has 3"), "{e}");
+    // The right count still maps.
+    let right = StepEnv {
+        tasks_per_node: Some("2(x3)".into()),
+        ..fewer
+    };
+    assert_eq!(
+        right
+            .taskmap_of_step(100, Some(3))
+            .unwrap()
+            .unwrap()
+            .total_tasks(),
+        6
+    );
+}
+
+#[test]
 fn a_25_kb_tasks_per_node_string_is_bounded() {
     // 5,200 nodes of 1 to 5,200 tasks each (13.5 million tasks), dealt cyclically: a map of
     // thousands of blocks whose every pass visits every node (24.6 s before the bound).

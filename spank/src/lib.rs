@@ -240,8 +240,14 @@ impl Lama {
             // A layout that cannot be read is the same on every node, unless the host file could
             // not be read here.
             let step_wide = std::cell::Cell::new(true);
+            // Slurm's node count bounds what the layout variables may cost (a forged list of a
+            // million nodes is refused before any is made).
+            // (A heterogeneous step's variables span its components: not checked there.)
+            let nodes = (!st.het)
+                .then(|| spank.job_nnodes().ok().map(|n| n as usize))
+                .flatten();
             let map = env
-                .taskmap_from_files_within(MAX_TASK_MAP_BLOCKS)
+                .taskmap_of_step(MAX_TASK_MAP_BLOCKS, nodes)
                 .map_err(|e| {
                     let unreadable = env.hostfile.as_deref().is_some_and(|p| {
                         let max = lama::limits::MAX_HOSTFILE_BYTES;
