@@ -418,8 +418,8 @@ impl Lama {
         st: &mut Step,
         devices: bool,
     ) -> std::result::Result<(lama::NodeTopology, Vec<u32>, Option<Locality>), String> {
-        let (topo, usable, loc, source) = node::find(&self.settings, &st.host, devices)?;
-        st.lap(source);
+        let (mut topo, mut usable, mut loc, mut source) =
+            node::find(&self.settings, &st.host, devices)?;
         let cores = spank
             .step_alloc_cores()
             .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
@@ -430,7 +430,19 @@ impl Lama {
             .ok()
             .flatten()
             .and_then(|v| v.trim().parse::<u32>().ok());
-        let cpus = cores_to_cpus(&topo, cores, threads)
+        let mut cpus = cores_to_cpus(&topo, cores, threads);
+        // A cache of another machine than the one Slurm describes (cores it lacks) is a miss:
+        // the step probes the machine, as without a cache, rather than placing from it.
+        if let (Err(e), true) = (&cpus, source == node::FROM_CACHE) {
+            log(
+                LogLevel::Error,
+                &format!("lama: the topology cache does not describe the cores Slurm gave the step ({e}); probing the machine instead"),
+            );
+            (topo, usable, loc, source) = node::probed(devices)?;
+            cpus = cores_to_cpus(&topo, cores, threads);
+        }
+        st.lap(source);
+        let cpus = cpus
             .and_then(|c| usable_cpus(c, &usable))
             .map_err(|e| e.to_string())?;
         Ok((topo, cpus, loc))

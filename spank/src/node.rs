@@ -54,7 +54,7 @@ pub fn find(settings: &Settings, host: &str, devices: bool) -> Result<NodeFound,
             .and_then(|n| {
                 let allowed = affinity::allowed()?;
                 cache::check_fresh(&n.topology, host, &allowed)
-                    .map(|_| (n.topology, allowed, n.locality, "topology from the cache"))
+                    .map(|_| (n.topology, allowed, n.locality, FROM_CACHE))
             });
         match read {
             Ok(found) => return Ok(found),
@@ -64,6 +64,15 @@ pub fn find(settings: &Settings, host: &str, devices: bool) -> Result<NodeFound,
             ),
         }
     }
+    probed(devices)
+}
+
+/// Where [`find`] says a topology came from when slurmd's cache served it.
+pub const FROM_CACHE: &str = "topology from the cache";
+
+/// The machine as the hwloc helper sees it now: what a step uses when no cache serves it, or
+/// when the cache turns out not to describe the cores Slurm gave the step.
+pub fn probed(devices: bool) -> Result<NodeFound, String> {
     let n = probe::node(None, devices)?;
     let allowed = n
         .allowed

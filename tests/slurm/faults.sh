@@ -62,6 +62,13 @@ logged "empty cache" "topology cache $cache is not usable"
 cp "$LAMA_SANDBOX/cache/topology-n2.json" "$cache"
 binds_as_planned "n2's cache copied to n1"
 logged "another host's cache" "the topology cache was written by host 'n2', not by n1"
+# A cache of another machine than the one Slurm declares (one core of two hardware threads, where
+# n1 has two cores; hwloc's synthetic machine, written by lama's node report): a miss, the step
+# probes the machine instead of failing or placing from it.
+HWLOC_SYNTHETIC="pack:1 core:1 pu:2" "$lama" node-report | sed -n 's/^line0 //p' |
+  sed 's/"name":"this machine"/"name":"n1"/' > "$cache"
+binds_as_planned "a cache of a 1-core machine on n1, Slurm giving the step core 1"
+logged "a cache of another machine" "the topology cache does not describe the cores Slurm gave the step"
 rm -f "$cache"; mkfifo "$cache"
 binds_as_planned "cache replaced by a FIFO (nothing writes to it)"
 logged "FIFO cache" "topology cache $cache: not a regular file"
