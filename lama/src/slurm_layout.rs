@@ -230,50 +230,33 @@ pub fn expand_counts_within(s: &str, max_nodes: usize) -> Result<Vec<u32>, Layou
     let mut out = Vec::new();
     for part in s.split(',') {
         let part = part.trim();
+        // The value and the part at fault, each quoted cut (a forged string may be long).
+        let (value, quoted) = (crate::quote::cut(s), crate::quote::cut(part));
+        let at = |what: &str| bad(format!("counts '{value}': '{quoted}' {what}"));
         let (n, rep) = match part.split_once("(x") {
             Some((n, r)) => {
                 let r = r.strip_suffix(')').ok_or_else(|| {
-                    bad(format!(
-                        "counts '{}': expected N(xM) at '{}'",
-                        crate::quote::cut(s),
-                        crate::quote::cut(part)
-                    ))
+                    bad(format!("counts '{value}': expected N(xM) at '{quoted}'"))
                 })?;
                 (n, r)
             }
             None => (part, "1"),
         };
-        let n: u32 = n.trim().parse().map_err(|_| {
-            bad(format!(
-                "counts '{}': '{}' is not a count",
-                crate::quote::cut(s),
-                crate::quote::cut(part)
-            ))
-        })?;
-        let rep: usize = rep.trim().parse().map_err(|_| {
-            bad(format!(
-                "counts '{}': '{}' has a bad repeat",
-                crate::quote::cut(s),
-                crate::quote::cut(part)
-            ))
-        })?;
-        if rep == 0 {
-            return Err(bad(format!(
-                "counts '{}': '{}' has a bad repeat",
-                crate::quote::cut(s),
-                crate::quote::cut(part)
-            )));
-        }
+        let n: u32 = n.trim().parse().map_err(|_| at("is not a count"))?;
+        let rep: usize = rep
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&r| r > 0)
+            .ok_or_else(|| at("has a bad repeat"))?;
         if n as usize > MAX_TASKS {
             return Err(bad(format!(
-                "counts '{}': {n} is more than {MAX_TASKS} tasks, the most lama places",
-                crate::quote::cut(s)
+                "counts '{value}': {n} is more than {MAX_TASKS} tasks, the most lama places"
             )));
         }
         if rep > max_nodes - out.len() {
             return Err(bad(format!(
-                "counts '{}' covers more than {max_nodes} nodes, the most lama places here",
-                crate::quote::cut(s)
+                "counts '{value}' covers more than {max_nodes} nodes, the most lama places here"
             )));
         }
         out.extend(std::iter::repeat_n(n, rep));

@@ -83,24 +83,27 @@ served() { run -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c bash -c 'grep -q li
 if [ -f "$cached" ] && [ "$(stat -c '%U %a' "$cached")" = "root 644" ] && [ "$(served)" = 0 ]; then
   ok "each sandbox keeps its own cache ($cached, root's, 0644), and steps are served by it"
 else not_ok "the sandbox's own cache" "$(ls -la "$LAMA_SANDBOX/cache" 2>&1)"; fi
+# refused_cache NAME DIR REASON: with cache=DIR the step probes the machine (the helper is loaded)
+# and slurmd's log says REASON.
+refused_cache() {
+  local got
+  plugstack "required $plugin cache=$2"
+  got=$(served)
+  if [ "$got" = 1 ] && grep -q "$3; probing the machine instead" "$LAMA_SANDBOX/log/slurmd-n1.log"; then
+    ok "$1"
+  else not_ok "$1 (helper loaded: ${got:-?})" "$(grep lama "$LAMA_SANDBOX/log/slurmd-n1.log" | tail -n 3)"; fi
+}
 # A folder another user made first, holding a copy of a good cache.
 planted=$(mktemp -d /tmp/lama-planted.XXXXXX)
 cp "$cached" "$planted/topology-n1.json"
 chmod 0755 "$planted"
 chown -R 65534:65534 "$planted"
-: > "$work/mark"
-plugstack "required $plugin cache=$planted"
-got=$(served)
-if [ "$got" = 1 ] && grep -q "folder is owned by uid 65534, not root; lama trusts only a cache root wrote; probing the machine instead" "$LAMA_SANDBOX/log/slurmd-n1.log"; then
-  ok "a cache in a folder a user made is refused (said in slurmd's log) and the step probes the machine"
-else not_ok "a planted cache (helper loaded: ${got:-?})" "$(grep lama "$LAMA_SANDBOX/log/slurmd-n1.log" | tail -n 3)"; fi
+refused_cache "a cache in a folder a user made is refused (said in slurmd's log) and the step probes the machine" \
+  "$planted" "folder is owned by uid 65534, not root; lama trusts only a cache root wrote"
 # A symbolic link for the folder, to the sandbox's own good cache.
 ln -s "$LAMA_SANDBOX/cache" "$planted.link"
-plugstack "required $plugin cache=$planted.link"
-got=$(served)
-if [ "$got" = 1 ] && grep -q "folder is a symbolic link; lama follows none in its cache; probing the machine instead" "$LAMA_SANDBOX/log/slurmd-n1.log"; then
-  ok "a cache folder that is a symbolic link is refused, even to root's own cache"
-else not_ok "a symlinked cache folder (helper loaded: ${got:-?})" "$(grep lama "$LAMA_SANDBOX/log/slurmd-n1.log" | tail -n 3)"; fi
+refused_cache "a cache folder that is a symbolic link is refused, even to root's own cache" \
+  "$planted.link" "folder is a symbolic link; lama follows none in its cache"
 rm -rf "$planted" "$planted.link"
 # The plugin's default folder, written by slurmd at start (as packaged: no cache= argument).
 rm -f /run/lama/topology-n1.json
