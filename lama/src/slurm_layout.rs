@@ -230,13 +230,18 @@ pub fn expand_counts_within(s: &str, max_nodes: usize) -> Result<Vec<u32>, Layou
     let mut out = Vec::new();
     for part in s.split(',') {
         let part = part.trim();
-        // The value and the part at fault, each quoted cut (a forged string may be long).
-        let (value, quoted) = (crate::quote::cut(s), crate::quote::cut(part));
-        let at = |what: &str| bad(format!("counts '{value}': '{quoted}' {what}"));
+        // The value and the part at fault, quoted cut (a forged string may be long) only when
+        // there is something to say: this runs for every step.
+        let quoted = || (crate::quote::cut(s), crate::quote::cut(part));
+        let at = |what: &str| {
+            let (value, part) = quoted();
+            bad(format!("counts '{value}': '{part}' {what}"))
+        };
         let (n, rep) = match part.split_once("(x") {
             Some((n, r)) => {
                 let r = r.strip_suffix(')').ok_or_else(|| {
-                    bad(format!("counts '{value}': expected N(xM) at '{quoted}'"))
+                    let (value, part) = quoted();
+                    bad(format!("counts '{value}': expected N(xM) at '{part}'"))
                 })?;
                 (n, r)
             }
@@ -251,12 +256,14 @@ pub fn expand_counts_within(s: &str, max_nodes: usize) -> Result<Vec<u32>, Layou
             .ok_or_else(|| at("has a bad repeat"))?;
         if n as usize > MAX_TASKS {
             return Err(bad(format!(
-                "counts '{value}': {n} is more than {MAX_TASKS} tasks, the most lama places"
+                "counts '{}': {n} is more than {MAX_TASKS} tasks, the most lama places",
+                quoted().0
             )));
         }
         if rep > max_nodes - out.len() {
             return Err(bad(format!(
-                "counts '{value}' covers more than {max_nodes} nodes, the most lama places here"
+                "counts '{}' covers more than {max_nodes} nodes, the most lama places here",
+                quoted().0
             )));
         }
         out.extend(std::iter::repeat_n(n, rep));
