@@ -4,25 +4,37 @@
 //! error, never in an allocation failure (which aborts slurmstepd).
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Mutex;
 
 use lama::slurm_layout::{expand_hostlist_within, read_hostfile_within, StepEnv};
 use lama::step_map::{arbitrary_map_within, counts_map_within, HostFile};
 
-/// System's allocator, counting the bytes in use and their peak.
+/// System's allocator, counting the bytes the measuring thread has in use and their peak (other
+/// tests run on other threads meanwhile: their allocations must not count).
 struct Counting;
 
-static IN_USE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+static IN_USE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+
+thread_local! {
+    /// Whether this thread's allocations are counted (a const, so reading it never allocates).
+    static COUNTED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn counted() -> bool {
+    COUNTED.try_with(Cell::get).unwrap_or(false)
+}
 
 // SAFETY: every call is passed on to System unchanged; only counters are updated beside it.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's contract for `alloc` is passed on as it is.
         let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = IN_USE.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
+        if !p.is_null() && counted() {
+            let size = layout.size() as isize;
+            let now = IN_USE.fetch_add(size, Ordering::SeqCst) + size;
             PEAK.fetch_max(now, Ordering::SeqCst);
         }
         p
@@ -30,7 +42,9 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: as for `alloc`.
         unsafe { System.dealloc(ptr, layout) };
-        IN_USE.fetch_sub(layout.size(), Ordering::SeqCst);
+        if counted() {
+            IN_USE.fetch_sub(layout.size() as isize, Ordering::SeqCst);
+        }
     }
 }
 
@@ -43,13 +57,15 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// The limit the issue set for a hostile input: 16 MB beyond the step's own needs.
 const BOUND: usize = 16 << 20;
 
-/// Runs `f` and returns its result with the peak bytes it had allocated beyond those in use before.
+/// Runs `f` and returns its result with the peak bytes this thread allocated while it ran.
 fn peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = IN_USE.load(Ordering::SeqCst);
-    PEAK.store(before, Ordering::SeqCst);
+    IN_USE.store(0, Ordering::SeqCst);
+    PEAK.store(0, Ordering::SeqCst);
+    COUNTED.with(|c| c.set(true));
     let out = f();
-    (out, PEAK.load(Ordering::SeqCst) - before)
+    COUNTED.with(|c| c.set(false));
+    (out, PEAK.load(Ordering::SeqCst).max(0) as usize)
 }
 
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
