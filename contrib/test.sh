@@ -2,8 +2,9 @@
 # Runs every test: formatting, clippy with warnings as errors, unit/property/integration tests,
 # the plugin built against every supported Slurm's headers, then the cluster tests on real Slurm
 # daemons of each tested release: Debian's 22.05 and the release in ../shared/vendor/slurm
-# (built once by contrib/slurm-build.sh and cached outside the tree), including the docs' srun
-# examples, fault injection and a short load, and the scale suite on a sandbox of 64 nodes; then the Flux shell plugin on
+# (built once by contrib/slurm-build.sh and cached outside the tree), including MPI jobs of
+# Debian's Open MPI and MPICH and of PyPI's Open MPI 5, MPICH 5 and Intel MPI (installed once by
+# contrib/mpi-wheels.sh, cached outside the tree), the docs' srun examples, fault injection and a short load, and the scale suite on a sandbox of 64 nodes; then the Flux shell plugin on
 # real Flux instances (flux-core built once by contrib/flux-build.sh, cached outside the tree); a
 # few seconds of fuzzing per target, the packages and the pictures.
 # Usage: contrib/test.sh
@@ -28,6 +29,9 @@ tarballs=${LAMA_TEST_TARBALLS:-$(ls "$shared"/vendor/slurm/slurm-*.tar.* 2>/dev/
 [ -n "$tarballs" ] || { echo "lama: no Slurm tarball in $shared/vendor/slurm (set LAMA_TEST_TARBALLS=none to test Debian's Slurm alone)" >&2; exit 2; }
 contrib/deps.sh
 contrib/deps.sh --mpi
+# Open MPI 5, MPICH 5 and Intel MPI with mpi4py from PyPI, installed once outside the tree.
+LAMA_MPI_WHEELS=$(contrib/mpi-wheels.sh)
+export LAMA_MPI_WHEELS
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 log=$(mktemp)

@@ -1,10 +1,11 @@
 //! MPI launchers inside a Slurm allocation: recognising their daemon steps, reading which cores
 //! Slurm gave the job on each node, and writing a whole-job plan in the words of Open MPI's
-//! `mpirun --rankfile` and MPICH's Hydra `mpiexec -hosts ... -bind-to user:...`.
+//! rankfiles (4.x and 5.x number CPUs differently), MPICH's Hydra
+//! (`mpiexec -hosts ... -bind-to user:...`) and Intel MPI's Hydra (`-ppn ... -cpu-bind list:...`).
 //!
-//! Both launchers start one daemon per node through `srun` and fork the ranks themselves, so
-//! the SPANK plugin sees the daemons' step, never the ranks. Pure functions: the CLI runs
-//! `scontrol` and the per-node probe, and hands their text here.
+//! Every launcher starts one daemon per node through `srun` and forks the ranks itself, so the
+//! SPANK plugin sees the daemons' step, never the ranks. Pure functions: the CLI runs `scontrol`,
+//! `mpirun --version` and the per-node probe, and hands their text here.
 
 use thiserror::Error;
 
@@ -12,13 +13,15 @@ use crate::idset::{format_list, parse_list};
 use crate::slurm_layout::expand_hostlist;
 use crate::taskmap::{rfc34, TaskMap};
 
-/// Programs that MPI launchers start with `srun`, one per node, to fork the ranks: Open MPI 4's
-/// `orted`, Open MPI 5's `prted` (PRRTE), MPICH's `hydra_pmi_proxy` and Intel MPI's `pmi_proxy`.
+/// Programs that MPI launchers start with `srun`, one per node, to fork the ranks, as seen in
+/// their steps: Open MPI 4's `orted`, Open MPI 5's `prted` (PRRTE, by its full path), MPICH's
+/// `hydra_pmi_proxy`, and Intel MPI's `hydra_bstrap_proxy` (its Slurm bootstrap, which then
+/// becomes `hydra_pmi_proxy`).
 pub const LAUNCHER_DAEMONS: [(&str, &str); 4] = [
     ("orted", "Open MPI's orted"),
     ("prted", "Open MPI's prted"),
     ("hydra_pmi_proxy", "MPICH's hydra_pmi_proxy"),
-    ("pmi_proxy", "Intel MPI's pmi_proxy"),
+    ("hydra_bstrap_proxy", "Intel MPI's hydra_bstrap_proxy"),
 ];
 
 /// Which launcher's daemon a step runs, from the step's first argument (its program), or `None`
@@ -38,7 +41,7 @@ pub fn launcher_daemon(argv0: &[u8]) -> Option<&'static str> {
 /// (options given to `sbatch`, or `SLURM_LAMA_*` variables, reach `mpirun`'s own `srun`).
 pub fn daemon_note(what: &str) -> String {
     format!(
-        "this step runs {what}, one per node, which start the MPI ranks themselves: lama does not place or bind it and exports no TASK_MAP (it would describe the daemons, not the ranks); to place the ranks, give the launcher lama's plan: `lama plan --from-slurm ... --format rankfile` (Open MPI) or `--format hydra` (MPICH)"
+        "this step runs {what}, one per node, which start the MPI ranks themselves: lama does not place or bind it and exports no TASK_MAP (it would describe the daemons, not the ranks); to place the ranks, give the launcher lama's plan: `lama plan --from-slurm ... --format rankfile` (Open MPI), `--format hydra` (MPICH) or `--format impi` (Intel MPI)"
     )
 }
 
@@ -51,6 +54,21 @@ pub enum LauncherError {
     /// Hydra cannot express the ranks' nodes or bindings.
     #[error("MPICH's mpiexec cannot express this plan: {0}; run the ranks with srun (the plugin places them), or choose a map whose nodes have alike bindings")]
     Hydra(String),
+    /// Intel MPI's mpiexec cannot express the ranks' nodes or bindings.
+    #[error("Intel MPI's mpiexec cannot express this plan: {0}; run the ranks with srun (the plugin places them), or choose a map whose nodes have alike bindings")]
+    Impi(String),
+    /// Open MPI 5 counts a rankfile's CPUs among those its daemon may use on the node.
+    #[error("Open MPI 5 cannot bind rank {rank} on {host} to CPU {cpu}: its daemon there may use only CPUs {usable}")]
+    Unusable {
+        /// The rank.
+        rank: usize,
+        /// Its host.
+        host: String,
+        /// The CPU (OS index).
+        cpu: u32,
+        /// The CPUs Open MPI's daemon may use there.
+        usable: String,
+    },
 }
 
 /// The CPUs Slurm gave the job on each of its nodes, from `scontrol show job -d`: its
@@ -96,26 +114,99 @@ pub struct RankPlace {
     pub cpus: Vec<u32>,
 }
 
-/// An Open MPI rankfile: one `rank R=HOST slot=CPUS` line per rank, CPUs as physical (OS)
-/// indexes, which Open MPI reads as such with `--mca rmaps_rank_file_physical 1
-/// --use-hwthread-cpus` (without them it reads logical core numbers). The comment lines at the
-/// top say so, and give the ranks' `TASK_MAP` (Flux RFC 34), which `mpirun -x` can pass on.
-pub fn rankfile(ranks: &[RankPlace], hosts: &[String]) -> String {
+/// Which Open MPI reads a rankfile: their `slot=` numbers mean different CPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMpi {
+    /// Open MPI 4.x (ORTE): OS (physical) CPU numbers, with
+    /// `--mca rmaps_rank_file_physical 1 --use-hwthread-cpus`.
+    V4,
+    /// Open MPI 5.x (PRRTE): with `--use-hwthread-cpus`, the n-th PU in hwloc's logical order
+    /// among those the node's daemon may use (its cpuset), counted from 0. PRRTE accepts the 4.x
+    /// option without a word and ignores it; a number past the PUs it counts leaves the rank
+    /// unbound without one.
+    V5,
+}
+
+impl OpenMpi {
+    /// The Open MPI release an `mpirun --version` text names (`mpirun (Open MPI) 5.0.11`), if any.
+    pub fn from_version(text: &str) -> Option<OpenMpi> {
+        let rest = text.split("(Open MPI)").nth(1)?;
+        let major: u32 = rest.trim().split('.').next()?.parse().ok()?;
+        Some(if major >= 5 { OpenMpi::V5 } else { OpenMpi::V4 })
+    }
+}
+
+/// An Open MPI rankfile: one `rank R=HOST slot=CPUS` line per rank, numbered as `version`
+/// reads them. For 5.x, `usable[node]` lists the PUs (OS indexes, hwloc logical order) that
+/// Open MPI's daemon may use on each node: slots count along it. The comment lines at the top
+/// say which Open MPI the file is for, the command that reads it, and the ranks' `TASK_MAP`
+/// (Flux RFC 34), which `mpirun -x` can pass on.
+pub fn rankfile(
+    ranks: &[RankPlace],
+    hosts: &[String],
+    version: OpenMpi,
+    usable: &[Vec<u32>],
+) -> Result<String, LauncherError> {
+    let name = |n: usize| hosts.get(n).map_or("?", String::as_str);
+    let mut lines = String::new();
+    let mut shared = false;
+    let mut seen: Vec<Vec<u32>> = vec![Vec::new(); usable.len().max(distinct_max(ranks))];
+    for (r, p) in ranks.iter().enumerate() {
+        shared |= p.cpus.iter().any(|c| seen[p.node].contains(c));
+        seen[p.node].extend(&p.cpus);
+        let slots = match version {
+            OpenMpi::V4 => p.cpus.clone(),
+            OpenMpi::V5 => {
+                let order = usable.get(p.node).map_or(&[][..], Vec::as_slice);
+                let mut s = Vec::with_capacity(p.cpus.len());
+                for &cpu in &p.cpus {
+                    let i = order.iter().position(|&u| u == cpu).ok_or_else(|| {
+                        LauncherError::Unusable {
+                            rank: r,
+                            host: name(p.node).to_string(),
+                            cpu,
+                            usable: format_list(&sorted(order)),
+                        }
+                    })?;
+                    s.push(i as u32);
+                }
+                s.sort_unstable();
+                s
+            }
+        };
+        lines.push_str(&format!(
+            "rank {r}={} slot={}\n",
+            name(p.node),
+            format_list(&slots)
+        ));
+    }
     let nodes: Vec<u32> = ranks.iter().map(|p| p.node as u32).collect();
     let map = rfc34::encode_wrapped(&TaskMap::encode(&nodes));
-    let mut out = format!(
-        "# Open MPI rankfile from lama: {} ranks on {} nodes, CPUs as OS (physical) numbers. Run:\n\
-         # mpirun --rankfile FILE --mca rmaps_rank_file_physical 1 --use-hwthread-cpus -n {} PROGRAM\n\
-         # TASK_MAP={map}\n",
-        ranks.len(),
-        distinct_nodes(ranks),
-        ranks.len()
-    );
-    for (r, p) in ranks.iter().enumerate() {
-        let host = hosts.get(p.node).map_or("?", String::as_str);
-        out.push_str(&format!("rank {r}={host} slot={}\n", format_list(&p.cpus)));
-    }
-    out
+    let (n, nn) = (ranks.len(), distinct_nodes(ranks));
+    // Open MPI 5 refuses ranks that share a CPU unless told to oversubscribe.
+    let over = if shared { ":oversubscribe" } else { "" };
+    let head = match version {
+        OpenMpi::V4 => format!(
+            "# Open MPI 4.x rankfile from lama: {n} ranks on {nn} nodes, CPUs as OS (physical) numbers. Run:\n\
+             # mpirun --rankfile FILE --mca rmaps_rank_file_physical 1 --use-hwthread-cpus -n {n} PROGRAM\n"
+        ),
+        OpenMpi::V5 => format!(
+            "# Open MPI 5.x (PRRTE) rankfile from lama: {n} ranks on {nn} nodes, slots as hardware threads\n\
+             # counted in hwloc's logical order among the CPUs the job may use on each node. Run:\n\
+             # mpirun --map-by rankfile:file=FILE{over} --use-hwthread-cpus -n {n} PROGRAM\n"
+        ),
+    };
+    Ok(format!("{head}# TASK_MAP={map}\n{lines}"))
+}
+
+fn sorted(v: &[u32]) -> Vec<u32> {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    v
+}
+
+fn distinct_max(ranks: &[RankPlace]) -> usize {
+    ranks.iter().map(|p| p.node + 1).max().unwrap_or(0)
 }
 
 fn distinct_nodes(ranks: &[RankPlace]) -> usize {
@@ -133,9 +224,51 @@ fn distinct_nodes(ranks: &[RankPlace]) -> usize {
 /// whose ranks do not follow such rounds, or whose nodes bind their ranks differently, cannot be
 /// written this way: that is an error which says where it differs.
 pub fn hydra_args(ranks: &[RankPlace], hosts: &[String]) -> Result<String, LauncherError> {
-    let err = |m: String| LauncherError::Hydra(m);
-    let name = |n: usize| hosts.get(n).map_or("?", String::as_str);
-    // Runs of consecutive ranks on one node.
+    let round = first_round(ranks);
+    follows_rounds(ranks, &round, hosts).map_err(LauncherError::Hydra)?;
+    let bind = local_bindings(ranks, hosts, "-bind-to user:").map_err(LauncherError::Hydra)?;
+    let hosts_arg: Vec<String> = round
+        .iter()
+        .map(|&(n, c)| format!("{}:{c}", host(hosts, n)))
+        .collect();
+    Ok(format!(
+        "-n {} -hosts {} -bind-to user:{}\n",
+        ranks.len(),
+        hosts_arg.join(","),
+        cpu_lists(&bind, "+", ",")
+    ))
+}
+
+/// Intel MPI's `mpiexec.hydra` arguments for a plan:
+/// `-bootstrap slurm -n N -hosts H1,H2,... -ppn C -cpu-bind list:A,B:C,D`.
+///
+/// Intel MPI ignores MPICH's `-bind-to` and reads `H:C` hosts as blocks, so a plan must start
+/// its ranks in rounds of the same `C` ranks on each host in turn (`-ppn`; the job's last
+/// round may stop short), and bind the `i`-th rank of every node to the same OS CPUs (entry
+/// `i` of the list, `:` between ranks). `-bootstrap slurm` starts its proxies through `srun`,
+/// as it does inside an allocation without `-hosts`.
+pub fn impi_args(ranks: &[RankPlace], hosts: &[String]) -> Result<String, LauncherError> {
+    let round = first_round(ranks);
+    let ppn = round.iter().map(|&(_, c)| c).max().unwrap_or(1);
+    let even: Vec<(usize, usize)> = round.iter().map(|&(n, _)| (n, ppn)).collect();
+    follows_rounds(ranks, &even, hosts)
+        .map_err(|e| LauncherError::Impi(format!("with -ppn {ppn}, {e}")))?;
+    let bind = local_bindings(ranks, hosts, "-cpu-bind list:").map_err(LauncherError::Impi)?;
+    let names: Vec<&str> = round.iter().map(|&(n, _)| host(hosts, n)).collect();
+    Ok(format!(
+        "-bootstrap slurm -n {} -hosts {} -ppn {ppn} -cpu-bind list:{}\n",
+        ranks.len(),
+        names.join(","),
+        cpu_lists(&bind, ",", ":")
+    ))
+}
+
+fn host(hosts: &[String], n: usize) -> &str {
+    hosts.get(n).map_or("?", String::as_str)
+}
+
+/// The plan's first round: runs of consecutive ranks on one node, up to where a node comes again.
+fn first_round(ranks: &[RankPlace]) -> Vec<(usize, usize)> {
     let mut runs: Vec<(usize, usize)> = Vec::new();
     for p in ranks {
         match runs.last_mut() {
@@ -143,37 +276,53 @@ pub fn hydra_args(ranks: &[RankPlace], hosts: &[String]) -> Result<String, Launc
             _ => runs.push((p.node, 1)),
         }
     }
-    // The first round ends where a node comes again.
-    let round_len = (0..runs.len())
+    let len = (0..runs.len())
         .find(|&i| runs[..i].iter().any(|(n, _)| *n == runs[i].0))
         .unwrap_or(runs.len());
-    let round = &runs[..round_len];
-    let rounds = round
+    runs.truncate(len);
+    runs
+}
+
+/// Whether every rank is where repeating `round` (node, count) would start it; if not, where not.
+fn follows_rounds(
+    ranks: &[RankPlace],
+    round: &[(usize, usize)],
+    hosts: &[String],
+) -> Result<(), String> {
+    let said = round
         .iter()
-        .map(|&(n, c)| format!("{c} on {}", name(n)))
+        .map(|&(n, c)| format!("{c} on {}", host(hosts, n)))
         .collect::<Vec<_>>()
         .join(", ");
     let mut rank = 0;
-    'rounds: loop {
+    while rank < ranks.len() {
         for &(node, count) in round {
             for _ in 0..count {
                 let Some(p) = ranks.get(rank) else {
-                    break 'rounds;
+                    return Ok(());
                 };
                 if p.node != node {
-                    return Err(err(format!(
-                        "it starts ranks in rounds ({rounds}), which would put rank {rank} on {}, not on {}",
-                        name(node),
-                        name(p.node)
-                    )));
+                    return Err(format!(
+                        "it starts ranks in rounds ({said}), which would put rank {rank} on {}, not on {}",
+                        host(hosts, node),
+                        host(hosts, p.node)
+                    ));
                 }
                 rank += 1;
             }
         }
     }
-    // Each node's bindings by local index; every node must follow one list.
-    let nodes = ranks.iter().map(|p| p.node + 1).max().unwrap_or(0);
-    let mut per_node: Vec<Vec<&[u32]>> = vec![Vec::new(); nodes];
+    Ok(())
+}
+
+/// The CPUs of each local rank index, the same on every node (the longest node's list), or
+/// where a node differs. `option` names the launcher's option in the message.
+fn local_bindings<'a>(
+    ranks: &'a [RankPlace],
+    hosts: &[String],
+    option: &str,
+) -> Result<Vec<&'a [u32]>, String> {
+    let mut per_node: Vec<Vec<&[u32]>> = vec![Vec::new(); distinct_max(ranks)];
     for p in ranks {
         per_node[p.node].push(&p.cpus);
     }
@@ -184,33 +333,28 @@ pub fn hydra_args(ranks: &[RankPlace], hosts: &[String]) -> Result<String, Launc
         .unwrap_or_default();
     for (n, list) in per_node.iter().enumerate() {
         if let Some(i) = (0..list.len()).find(|&i| list[i] != longest[i]) {
-            return Err(err(format!(
-                "its -bind-to user: list is the same on every node, but the local rank {i} of {} is bound to CPUs {} and of another node to {}",
-                name(n),
+            return Err(format!(
+                "its {option} list is the same on every node, but the local rank {i} of {} is bound to CPUs {} and of another node to {}",
+                host(hosts, n),
                 format_list(list[i]),
                 format_list(longest[i])
-            )));
+            ));
         }
     }
-    let hosts_arg: Vec<String> = round
-        .iter()
-        .map(|&(n, c)| format!("{}:{c}", name(n)))
-        .collect();
-    let bind: Vec<String> = longest
-        .iter()
+    Ok(longest)
+}
+
+/// CPU lists written out: `within` between a rank's CPUs, `between` between ranks.
+fn cpu_lists(bind: &[&[u32]], within: &str, between: &str) -> String {
+    bind.iter()
         .map(|cpus| {
             cpus.iter()
                 .map(u32::to_string)
                 .collect::<Vec<_>>()
-                .join("+")
+                .join(within)
         })
-        .collect();
-    Ok(format!(
-        "-n {} -hosts {} -bind-to user:{}\n",
-        ranks.len(),
-        hosts_arg.join(","),
-        bind.join(",")
-    ))
+        .collect::<Vec<_>>()
+        .join(between)
 }
 
 #[cfg(test)]

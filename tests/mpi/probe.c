@@ -6,6 +6,7 @@
  *   rank R procid P nodeid N host H size S before CPUS after CPUS local L/LS members LIST map M
  *   places R N {CPUS},{CPUS},...      (every place of the runtime's list, as OMP_PLACES writes it)
  *   thread R T of NT place PL placecpus CPUS cpu C
+ * and rank 0 one "library" line: the first line of MPI_Get_library_version.
  * "before" is the rank's CPU affinity before MPI_Init, "after" after it; "local" and "members"
  * come from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED). Each rank writes its lines at once.
  */
@@ -85,6 +86,13 @@ int main(int argc, char **argv)
 			rank, procid ? procid : "none", nodeid ? nodeid : "none", host, size, before,
 			after, lrank, lsize, members, map ? map : "none");
 
+	if (rank == 0) {
+		char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+		int n;
+		MPI_Get_library_version(lib, &n);
+		lib[strcspn(lib, "\n")] = '\0';
+		len += snprintf(out + len, OUT - len, "library %s\n", lib);
+	}
 	if (argc > 1 && strcmp(argv[1], "omp") == 0) {
 		int np = omp_get_num_places();
 		len += snprintf(out + len, OUT - len, "places %d %d ", rank, np);

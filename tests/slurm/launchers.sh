@@ -1,57 +1,122 @@
 #!/usr/bin/env bash
-# MPI launchers inside an allocation: `salloc` + Open MPI's `mpirun --rankfile` and MPICH's
-# `mpiexec -hosts ... -bind-to user:...`, both fed by `lama plan --from-slurm`. Each rank's
-# affinity after MPI_Init must equal the plan lama printed in the same allocation (its own text
-# output, not the launcher format), and no rank may see the daemons' TASK_MAP.
+# MPI launchers inside an allocation, fed by `lama plan --from-slurm`: Open MPI 4.1 (Debian) and
+# 5 (PyPI) with the rankfile each reads (the command is the one the file's comment gives), MPICH
+# 4.0 (Debian) and 5 (PyPI) with Hydra's `-hosts ... -bind-to user:...`, and Intel MPI (PyPI) with
+# `-hosts ... -ppn ... -cpu-bind list:...`. Each rank's affinity after MPI_Init must equal the plan
+# lama printed in the same allocation (its own text output, not the launcher format), and no rank
+# may see the daemons' TASK_MAP. The daemon step of every launcher is left alone under salloc's
+# --lama-* options, SLURM_LAMA_* variables and a site policy=auto. Open MPI 5's rankfile is also
+# checked on a node declared from an XML whose logical and OS CPU numbers differ.
 # Usage: tests/slurm/launchers.sh LAMA_BINARY PLUGIN_SO   (restarts the cluster; the caller stops it)
 set -uo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 
 mpi_probes
+# Both Open MPI releases refuse root without these.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Each stack's launcher and the lama plan format it reads.
+declare -A launcher=([openmpi]=mpirun [ompi5]=mpirun [mpich]=mpiexec.mpich [mpich5]=mpiexec [impi]=mpiexec.hydra)
+declare -A format=([openmpi]=rankfile [ompi5]=rankfile [mpich]=hydra [mpich5]=hydra [impi]=impi)
+# The program each launcher's daemon step runs, as lama names it.
+declare -A daemon=([openmpi]="Open MPI's orted" [ompi5]="Open MPI's prted" [mpich]="MPICH's hydra_pmi_proxy"
+  [mpich5]="MPICH's hydra_pmi_proxy" [impi]="Intel MPI's hydra_bstrap_proxy")
 
 cluster
 echo "# Slurm $(srun --version | awk '{print $2}'): mpirun and mpiexec inside salloc, placed by lama plan --from-slurm"
 
 # "rank host cpus" from lama plan's text output.
-plan_hosts() { awk '/^node [0-9]+ / {h = $3; gsub(/[():]/, "", h)} /^  rank / {print $2, h, $NF}' | sort -n; }
+plan_hosts() {
+  awk '/^node [0-9]+ / {h = $3; gsub(/[():]/, "", h)}
+    /^  rank / { c = $NF; for (i = 1; i < NF; i++) if ($i == "cpus") c = $(i+1); print $2, h, c }' | sort -n
+}
+
+# The shell script that runs LIB's launcher from lama's plan in its format ($plan_args, $extra).
+# Open MPI: the command the rankfile's comment gives, FILE and PROGRAM filled in.
+launch_script() {
+  local lib=$1 probe=$work/probe.$1
+  case ${format[$lib]} in
+    rankfile) echo "'$lama' plan --from-slurm $plan_args --format rankfile --output '$work/rf' &&
+      cmd=\$(sed -n 's/^# mpirun /mpirun /p' '$work/rf') && [ -n \"\$cmd\" ] &&
+      cmd=\${cmd/FILE/$work/rf} && \${cmd/PROGRAM/$extra $probe}" ;;
+    *) echo "args=\$('$lama' plan --from-slurm $plan_args --format ${format[$lib]}) &&
+      ${launcher[$lib]} \$args $extra '$probe'" ;;
+  esac
+}
 
 # One allocation: the plan as text, then the launcher run from the same plan in its own format.
-# $1 launcher (openmpi|mpich), $2 case name, $3 salloc arguments, $4 lama plan arguments,
-# $5 extra launcher arguments.
+# $1 stack, $2 case name, $3 salloc arguments, $4 lama plan arguments, $5 extra launcher arguments.
 launch_case() {
-  local lib=$1 name=$2 alloc=$3 plan_args=$4 extra=${5:-} script got want bad=""
-  if [ "$lib" = openmpi ]; then
-    script="'$lama' plan --from-slurm $plan_args --format rankfile --output '$work/rf' &&
-      mpirun --allow-run-as-root --rankfile '$work/rf' --mca rmaps_rank_file_physical 1 --use-hwthread-cpus $extra '$work/probe.openmpi'"
-  else
-    script="args=\$('$lama' plan --from-slurm $plan_args --format hydra) &&
-      mpiexec.mpich \$args $extra '$work/probe.mpich'"
-  fi
-  timeout -s KILL 120 salloc $alloc bash -c "'$lama' plan --from-slurm $plan_args > '$work/plan' && $script" >"$work/out" 2>"$work/err"
+  local lib=$1 name=$2 alloc=$3 plan_args=$4 extra=${5:-} got want bad=""
+  use_mpi "$lib"
+  timeout -s KILL 120 salloc $alloc env "${lib_env[@]}" bash -c \
+    "'$lama' plan --from-slurm $plan_args > '$work/plan' && $(launch_script "$lib")" >"$work/out" 2>"$work/err"
   want=$(plan_hosts < "$work/plan")
   got=$(awk '$1 == "rank" {print $2, $8, $14}' "$work/out" | sort -n)
+  grep -q "^library ${library[$lib]}" "$work/out" || bad+="not run by ${library[$lib]}; "
   while read -r _ rank _ _ _ _ _ _ _ _ _ before _ after _ _ _ _ _ map; do
     [ "$before" = "$after" ] || bad+="rank $rank rebound by MPI_Init: $before -> $after; "
     [ "$map" = none ] || bad+="rank $rank sees TASK_MAP $map; "
   done < <(grep '^rank ' "$work/out")
   if [ -n "$want" ] && [ "$got" = "$want" ] && [ -z "$bad" ]; then
-    ok "$lib $name: every rank bound as lama plan --from-slurm says, no daemon TASK_MAP"
-  else not_ok "$lib $name" "got (rank host cpus):" "$got" "want:" "$want" "$bad" "$(cat "$work/out" "$work/err")"; fi
+    ok "$lib ${launcher[$lib]} $name: every rank bound as lama plan --from-slurm says, no daemon TASK_MAP"
+    [ "$name" != "cyclic -N3 -n6" ] || {
+      echo "# $lib ${launcher[$lib]} $name, as the ranks saw it (rank host cpus):"
+      sed 's/^/#   /' <<<"$got"
+    }
+  else not_ok "$lib $name" "got (rank host cpus):" "$got" "want:" "$want" "$bad" "$(cat "$work/plan" "$work/out" "$work/err")"; fi
 }
 
-for lib in openmpi mpich; do
+for lib in "${mpi_libs[@]}"; do
   [ -x "$work/probe.$lib" ] || continue
   launch_case "$lib" "block -N3 -n6" "-N3 -n6" "--map csbnh --bind 1c"
   launch_case "$lib" "cyclic -N3 -n6" "-N3 -n6" "--map nbsch --bind 1c"
   launch_case "$lib" "two cores per rank -N3 -n3 -c2" "-N3 -n3 -c2" "--map ncsbh --bind 2c"
 done
+# The automatic policy with srun's -c: the plan counts SLURM_CPUS_PER_TASK as the plugin does,
+# and srun with --lama-policy=auto in the same allocation binds its tasks to the same CPUs.
+for lib in ompi5 mpich5 impi; do
+  launch_case "$lib" "--policy auto -N3 -n3 -c2" "-N3 -n3 -c2" "--policy auto"
+done
+cat > "$work/where.sh" <<'EOF'
+echo "rank $SLURM_PROCID $SLURMD_NODENAME $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
+EOF
+timeout -s KILL 120 salloc -N3 -n3 -c2 bash -c "'$lama' plan --from-slurm --policy auto > '$work/plan' &&
+  srun --lama-policy=auto bash '$work/where.sh'" >"$work/out" 2>"$work/err"
+want=$(plan_hosts < "$work/plan")
+got=$(awk '$1 == "rank" {print $2, $3, $4}' "$work/out" | sort -n)
+if [ -n "$want" ] && [ "$got" = "$want" ]; then ok "salloc -c2: lama plan --from-slurm --policy auto plans what srun --lama-policy=auto binds"
+else not_ok "--from-slurm --policy auto against srun" "plan:" "$want" "srun:" "$got" "$(cat "$work/plan" "$work/err")"; fi
+
 # Open MPI's own binding options do not undo the rankfile (each rank keeps both of its CPUs).
 launch_case openmpi "two cores per rank, with mpirun --bind-to hwthread" "-N3 -n3 -c2" "--map ncsbh --bind 2c" "--bind-to hwthread"
+launch_case ompi5 "two cores per rank, with mpirun --bind-to hwthread" "-N3 -n3 -c2" "--map ncsbh --bind 2c" "--bind-to hwthread"
+
+# A node whose logical and OS numbers differ: the nodes declared (to lama's probe and to Open
+# MPI's own hwloc alike) as the 2x8x2 Intel XML, whose core c holds OS CPUs c and c+16. Slurm's
+# cores 0 and 1 are then OS CPUs 0,16 and 1,17, logical PUs 0-1 and 2-3; the kernel keeps of
+# each binding the CPUs this machine has. A rankfile in OS numbers would put rank 1 on logical
+# PUs 1 and 17 (OS 16 and 24): nothing here, and Open MPI would refuse or leave it unbound.
+xml=$top/tests/topologies/32em64t-2n8c2t-pci-normalio.xml
+use_mpi ompi5
+timeout -s KILL 120 salloc -N3 -n6 env "${lib_env[@]}" HWLOC_XMLFILE="$xml" HWLOC_THISSYSTEM=1 bash -c \
+  "'$lama' plan --from-slurm --map csbnh --bind 1c > '$work/plan' &&
+   '$lama' plan --from-slurm --map csbnh --bind 1c --format rankfile --output '$work/rf' &&
+   mpirun --map-by rankfile:file='$work/rf' --use-hwthread-cpus '$work/probe.ompi5'" >"$work/out" 2>"$work/err"
+online=",$(seq -s, 0 $(($(nproc) - 1))),"
+want=$(plan_hosts < "$work/plan" | while read -r r h cpus; do
+  kept=$(tr , '\n' <<<"$(expand "$cpus")" | while read -r c; do [[ $online == *",$c,"* ]] && echo "$c"; done | paste -sd,)
+  echo "$r $h ${kept:-none}"
+done)
+got=$(awk '$1 == "rank" {print $2, $8, $14}' "$work/out" | sort -n | while read -r r h c; do echo "$r $h $(expand "$c")"; done)
+if grep -q '^  rank 1 .*cpus 1,17$' "$work/plan" && grep -q '^rank 1=n1 slot=2-3$' "$work/rf" && [ -n "$got" ] && [ "$got" = "$want" ]; then
+  ok "ompi5 mpirun on nodes whose logical and OS CPU numbers differ: the rankfile's logical slots bind each rank as lama planned"
+else not_ok "ompi5 rankfile on a node whose numbers differ" "got:" "$got" "want (the plan's CPUs that exist here):" "$want" "$(cat "$work/plan" "$work/rf" "$work/out" "$work/err")"; fi
 
 # The job's TASK_MAP: the rankfile's comment carries the ranks' map, which mpirun -x passes on.
-timeout -s KILL 120 salloc -N3 -n6 bash -c "'$lama' plan --from-slurm --map nbsch --bind 1c --format rankfile --output '$work/rf' &&
-  mpirun --allow-run-as-root --rankfile '$work/rf' --mca rmaps_rank_file_physical 1 --use-hwthread-cpus \
-    -x TASK_MAP=\"\$(sed -n 's/^# TASK_MAP=//p' '$work/rf')\" '$work/probe.openmpi'" >"$work/out" 2>&1
+use_mpi ompi5
+timeout -s KILL 120 salloc -N3 -n6 env "${lib_env[@]}" bash -c "'$lama' plan --from-slurm --map nbsch --bind 1c --format rankfile --output '$work/rf' &&
+  mpirun --map-by rankfile:file='$work/rf' --use-hwthread-cpus \
+    -x TASK_MAP=\"\$(sed -n 's/^# TASK_MAP=//p' '$work/rf')\" '$work/probe.ompi5'" >"$work/out" 2>&1
 bad=""
 while read -r _ rank _ _ _ _ _ host _ _ _ _ _ _ _ _ _ members _ map; do
   node=${host#n}
@@ -59,21 +124,40 @@ while read -r _ rank _ _ _ _ _ host _ _ _ _ _ _ _ _ _ members _ map; do
   [ "$(expand "$taskids")" = "$members" ] || bad+="rank $rank on $host: node-local ranks $members, its TASK_MAP says $taskids; "
 done < <(grep '^rank ' "$work/out")
 if [ "$(grep -c '^rank ' "$work/out")" = 6 ] && [ -z "$bad" ]; then
-  ok "openmpi: the rankfile's TASK_MAP, passed with mpirun -x, names each rank's node-local ranks"
+  ok "ompi5: the rankfile's TASK_MAP, passed with mpirun -x, names each rank's node-local ranks"
 else not_ok "rankfile TASK_MAP" "$bad" "$(cat "$work/out")"; fi
 
-# Options given to salloc reach mpirun's srun: lama says once that it leaves the daemons alone.
-# (Open MPI discards its daemons' stderr unless asked to be verbose about launching them.)
-out=$(timeout -s KILL 120 salloc -N3 -n6 --lama-map=csbnh --lama-bind=1c \
-  mpirun --allow-run-as-root --mca plm_base_verbose 5 -n 6 bash -c 'echo "rank-env ${TASK_MAP:-none} ${LAMA_CPUS:-none}"' 2>&1)
-if [ "$(grep -c 'runs Open MPI.s orted' <<<"$out")" = 1 ] && [ "$(grep -c '^rank-env none none$' <<<"$out")" = 6 ]; then
-  ok "salloc --lama-map + mpirun: the daemons are neither placed nor given TASK_MAP, said once"
-else not_ok "daemon step note" "$out"; fi
-out=$(timeout -s KILL 120 salloc -N3 -n6 --lama-map=csbnh --lama-bind=1c \
-  mpiexec.mpich -n 6 bash -c 'echo "rank-env ${TASK_MAP:-none} ${LAMA_CPUS:-none}"' 2>&1)
-if [ "$(grep -c 'runs MPICH.s hydra_pmi_proxy' <<<"$out")" = 1 ] && [ "$(grep -c '^rank-env none none$' <<<"$out")" = 6 ]; then
-  ok "salloc --lama-map + mpiexec (MPICH): the proxies are neither placed nor given TASK_MAP, said once"
-else not_ok "hydra proxy note" "$out"; fi
+# The daemons' step is left alone whatever asked lama to place: options given to salloc (they
+# reach the launcher's srun), SLURM_LAMA_* variables, or the site's policy=auto. Every rank then
+# runs where the launcher put it, unbound here (each launcher's own binding is off), with no
+# lama variable; node 0 says so once. (Open MPI passes its daemons' stderr on only when asked to
+# be verbose about launching them.)
+declare -A plain=([openmpi]="mpirun --mca plm_base_verbose 5 --bind-to none" [ompi5]="mpirun --prtemca plm_base_verbose 5 --bind-to none"
+  [mpich]=mpiexec.mpich [mpich5]=mpiexec [impi]="env I_MPI_PIN=0 mpiexec.hydra")
+all_cpus=0-$(($(nproc) - 1))
+# Each launcher starts one step, its daemons' (slurmd's log names every step it launches).
+daemon_case() {
+  local lib=$1 how=$2 out job steps
+  shift 2
+  use_mpi "$lib"
+  out=$(timeout -s KILL 120 env "$@" salloc -N3 -n6 $salloc_args env "${lib_env[@]}" ${plain[$lib]} -n 6 \
+    bash -c 'echo "rank-env ${TASK_MAP:-none} ${LAMA_CPUS:-none} ${OMP_NUM_THREADS:-none} $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"' 2>&1)
+  job=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' <<<"$out")
+  steps=$(grep -c "launch task StepId=${job:-none}\." "$LAMA_SANDBOX/log/slurmd-n1.log")
+  if [ "$(grep -c "runs ${daemon[$lib]}" <<<"$out")" = 1 ] && [ "$(grep -c "^rank-env none none none $all_cpus$" <<<"$out")" = 6 ] && [ "$steps" = 1 ]; then
+    ok "$lib ${launcher[$lib]} with $how: its one step, the daemons', is neither placed nor given lama's variables, said once"
+  else not_ok "$lib daemon step with $how ($steps steps on n1)" "$out"; fi
+}
+for lib in "${mpi_libs[@]}"; do
+  salloc_args="--lama-map=csbnh --lama-bind=1c" daemon_case "$lib" "salloc --lama-map --lama-bind"
+  salloc_args="" daemon_case "$lib" "SLURM_LAMA_MAP and SLURM_LAMA_BIND" SLURM_LAMA_MAP=csbnh SLURM_LAMA_BIND=1c
+done
+plugstack "required $plugin policy=auto"
+for lib in "${mpi_libs[@]}"; do
+  salloc_args="" daemon_case "$lib" "the site's policy=auto"
+done
+plugstack "required $plugin"
+use_mpi none
 
 # Outside an allocation, --from-slurm says where it runs.
 out=$(env -u SLURM_JOB_ID "$lama" plan --from-slurm 2>&1); rc=$?

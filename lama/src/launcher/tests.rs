@@ -23,10 +23,17 @@ fn daemons_are_known_by_program_name_only() {
         Some("MPICH's hydra_pmi_proxy")
     );
     assert_eq!(
-        launcher_daemon(b"/opt/intel/bin/pmi_proxy"),
-        Some("Intel MPI's pmi_proxy")
+        launcher_daemon(b"/opt/venv/bin/hydra_bstrap_proxy"),
+        Some("Intel MPI's hydra_bstrap_proxy")
     );
-    for other in ["./a.out", "/usr/bin/orted.sh", "xorted", "bash", ""] {
+    for other in [
+        "./a.out",
+        "/usr/bin/orted.sh",
+        "xorted",
+        "bash",
+        "pmi_proxy",
+        "",
+    ] {
         assert_eq!(launcher_daemon(other.as_bytes()), None, "{other}");
     }
 }
@@ -55,7 +62,7 @@ fn job_cores_reads_scontrol_detail_lines() {
 #[test]
 fn rankfile_names_hosts_and_physical_cpus() {
     let r = ranks(&[(0, &[0]), (0, &[1, 2, 3, 8]), (1, &[0])]);
-    let text = rankfile(&r, &hosts(2));
+    let text = rankfile(&r, &hosts(2), OpenMpi::V4, &[]).unwrap();
     let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(
         lines,
@@ -104,4 +111,76 @@ fn hydra_refuses_what_it_cannot_say() {
     let e = hydra_args(&uneven, &hosts(2)).unwrap_err().to_string();
     assert!(e.contains("local rank 0"), "{e}");
     assert!(e.contains("srun"), "{e}");
+}
+
+#[test]
+fn open_mpi_5_slots_count_the_usable_pus_in_logical_order() {
+    // Core c holds OS CPUs c and c+4 (a hyperthreaded Intel numbering): logical order 0,4,1,5,...
+    // Node 0's job may use every PU; node 1's only cores 1 and 2.
+    let all = vec![0, 4, 1, 5, 2, 6, 3, 7];
+    let some = vec![1, 5, 2, 6];
+    let r = ranks(&[(0, &[0, 4]), (0, &[1, 5]), (1, &[2, 6]), (1, &[2])]);
+    let text = rankfile(&r, &hosts(2), OpenMpi::V5, &[all.clone(), some.clone()]).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        lines,
+        [
+            "rank 0=n1 slot=0-1",
+            "rank 1=n1 slot=2-3",
+            "rank 2=n2 slot=2-3",
+            "rank 3=n2 slot=2"
+        ]
+    );
+    assert!(text.contains("Open MPI 5.x"), "{text}");
+    assert!(text.contains("--map-by rankfile:file=FILE:oversubscribe --use-hwthread-cpus -n 4"));
+    // Without a shared CPU, no oversubscription is asked for.
+    let alone = rankfile(&r[..3], &hosts(2), OpenMpi::V5, &[all, some.clone()]).unwrap();
+    assert!(alone.contains("--map-by rankfile:file=FILE --use-hwthread-cpus -n 3"));
+    // A CPU the daemon may not use has no slot number: refused, naming it.
+    let e = rankfile(&r, &hosts(2), OpenMpi::V5, &[some.clone(), some]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Open MPI 5 cannot bind rank 0 on n1 to CPU 0: its daemon there may use only CPUs 1-2,5-6"
+    );
+}
+
+#[test]
+fn open_mpi_release_from_mpirun_version() {
+    let v = |t| OpenMpi::from_version(t);
+    assert_eq!(
+        v("mpirun (Open MPI) 5.0.11\n\nReport bugs"),
+        Some(OpenMpi::V5)
+    );
+    assert_eq!(v("mpirun (Open MPI) 4.1.4\n"), Some(OpenMpi::V4));
+    assert_eq!(v("HYDRA build details:\n    Version: 4.0.2"), None);
+    assert_eq!(v("mpirun (Open MPI) x"), None);
+}
+
+#[test]
+fn impi_rounds_of_equal_counts() {
+    let block = ranks(&[(0, &[0]), (0, &[1]), (1, &[0]), (1, &[1]), (2, &[0])]);
+    assert_eq!(
+        impi_args(&block, &hosts(3)).unwrap(),
+        "-bootstrap slurm -n 5 -hosts n1,n2,n3 -ppn 2 -cpu-bind list:0:1\n"
+    );
+    let cyclic = ranks(&[(0, &[0, 1]), (1, &[0, 1]), (0, &[2, 3]), (1, &[2, 3])]);
+    assert_eq!(
+        impi_args(&cyclic, &hosts(2)).unwrap(),
+        "-bootstrap slurm -n 4 -hosts n1,n2 -ppn 1 -cpu-bind list:0,1:2,3\n"
+    );
+    // Hydra can say 2 on n1 then 1 on n2 in rounds; Intel MPI's -ppn cannot.
+    let uneven = ranks(&[
+        (0, &[0]),
+        (0, &[1]),
+        (1, &[0]),
+        (0, &[2]),
+        (0, &[3]),
+        (1, &[1]),
+    ]);
+    assert!(hydra_args(&uneven, &hosts(2)).is_ok());
+    let e = impi_args(&uneven, &hosts(2)).unwrap_err().to_string();
+    assert!(e.starts_with("Intel MPI's mpiexec cannot express this plan: with -ppn 2, it starts ranks in rounds (2 on n1, 2 on n2), which would put rank 3 on n2, not on n1"), "{e}");
+    let apart = ranks(&[(0, &[0]), (1, &[1])]);
+    let e = impi_args(&apart, &hosts(2)).unwrap_err().to_string();
+    assert!(e.contains("-cpu-bind list: list"), "{e}");
 }
