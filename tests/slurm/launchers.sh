@@ -159,6 +159,24 @@ done
 plugstack "required $plugin"
 use_mpi none
 
+# Under ConstrainCores, Open MPI 5's daemon counts only the job's CPUs: with CPU 0 of every node
+# held by another job, this job's CPU 1 is slot 0 (slot 1 names nothing and is refused).
+cluster LAMA_SANDBOX_CGROUP=1
+hog=$(sbatch --parsable -N3 -n3 --wrap 'sleep 120')
+for _ in $(seq 50); do [ "$(squeue -h -j "$hog" -o %T)" = RUNNING ] && break; sleep 0.2; done
+use_mpi ompi5
+timeout -s KILL 120 salloc -N3 -n3 env "${lib_env[@]}" bash -c \
+  "'$lama' plan --from-slurm --map csbnh --bind 1c > '$work/plan' &&
+   '$lama' plan --from-slurm --map csbnh --bind 1c --format rankfile --output '$work/rf' &&
+   mpirun --map-by rankfile:file='$work/rf' --use-hwthread-cpus '$work/probe.ompi5'" >"$work/out" 2>"$work/err"
+scancel "$hog"
+want=$(plan_hosts < "$work/plan")
+got=$(awk '$1 == "rank" {print $2, $8, $14}' "$work/out" | sort -n)
+if [ "$(awk '{print $3}' <<<"$want" | sort -u)" = 1 ] && grep -q '^rank 0=n1 slot=0$' "$work/rf" && [ "$got" = "$want" ]; then
+  ok "ompi5 mpirun under ConstrainCores, the job on CPU 1 of each node: slot 0 is that CPU, every rank bound as planned"
+else not_ok "ompi5 rankfile under ConstrainCores" "got:" "$got" "want:" "$want" "$(cat "$work/rf" "$work/out" "$work/err")"; fi
+use_mpi none
+
 # Outside an allocation, --from-slurm says where it runs.
 out=$(env -u SLURM_JOB_ID "$lama" plan --from-slurm 2>&1); rc=$?
 if [ $rc -ne 0 ] && grep -q "inside salloc or sbatch" <<<"$out"; then ok "lama plan --from-slurm outside a job: refused, says why"
