@@ -3,7 +3,8 @@
 # after the build and its checks succeeded.
 #
 # The caller sets `what` (e.g. "Slurm", for messages), `stem` (the tarball's name before the
-# version, e.g. "slurm") and `cache`, defines die(), then calls:
+# version, e.g. "slurm"), `cache` and optionally `recipe` (a stamp that changes with the way
+# the build is made, part of the prefix's name), defines die(), then calls:
 #   cached_prefix TARBALL   sets tarball, version, prefix and marker; when a finished build is
 #                           there, prints its prefix and exits 0
 #   cached_build STEPS      unpacks the tarball into $cache/build-$version and runs the function
@@ -19,7 +20,7 @@ cached_prefix() {
   version=${name#"$stem"-}
   version=${version%.tar.*}
   [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] || die "cannot tell the version from $name (want $stem-X.Y.Z.tar.*)"
-  prefix=$cache/$stem-$version
+  prefix=$cache/$stem-$version${recipe:+-$recipe}
   marker=$prefix/.lama-build-complete
   if [ -f "$marker" ]; then
     echo "$prefix"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds a Slurm release from its source tarball into a prefix outside the repository, with what
 # the sandbox cluster needs: several slurmd on one machine (--enable-multiple-slurmd), munge,
-# hwloc, PMIx (mpi/pmix) and cgroup v1. A finished build is reused: the prefix is keyed by the
-# tarball's version and holds a marker written only after `make install` succeeded.
+# hwloc, PMIx (mpi/pmix) and cgroup v1, and what the guest (contrib/guest.sh) needs: cgroup v2
+# (with D-Bus, for slurmd's systemd scope) and its eBPF device filter. A finished build is
+# reused: the prefix is keyed by the tarball's version and the recipe below, and holds a marker
+# written only after `make install` succeeded.
 #
 # Usage: contrib/slurm-build.sh [TARBALL]     prints the prefix on stdout
 #   TARBALL  default: the newest ../shared/vendor/slurm/slurm-*.tar.xz beside the repository
@@ -14,6 +16,8 @@ cache=${LAMA_SLURM_CACHE:-/var/cache/lama/slurm}
 die() { echo "slurm-build: $*" >&2; exit 1; }
 
 what=Slurm stem=slurm
+# Changes whenever the configure line or the build's dependencies do (cg2: cgroup v2 added).
+recipe=cg2
 # shellcheck source=contrib/cached-build.sh
 source "$top/contrib/cached-build.sh"
 
@@ -24,7 +28,8 @@ if [ -z "$tarball" ]; then
 fi
 cached_prefix "$tarball"
 
-"$top/contrib/deps.sh" build-essential libmunge-dev munge libhwloc-dev hwloc libpmix-dev pkg-config python3 xz-utils
+"$top/contrib/deps.sh" build-essential libmunge-dev munge libhwloc-dev hwloc libpmix-dev pkg-config python3 xz-utils \
+  libdbus-1-dev linux-libc-dev
 
 pmix=$(dirname "$(dirname "$(dpkg -L libpmix-dev | grep '/include/pmix.h$' | head -n 1)")")
 [ -d "$pmix" ] || die "cannot find PMIx's headers from libpmix-dev"
@@ -37,7 +42,7 @@ steps() {
   make install >>"$log" 2>&1
 }
 cached_build steps
-for p in mpi_pmix.so mpi_pmi2.so cgroup_v1.so task_affinity.so task_cgroup.so gres_gpu.so; do
+for p in mpi_pmix.so mpi_pmi2.so cgroup_v1.so cgroup_v2.so task_affinity.so task_cgroup.so gres_gpu.so; do
   [ -f "$prefix/lib/slurm/$p" ] || die "the build has no $p (log: $log)"
 done
 cached_done

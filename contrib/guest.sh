@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# A Debian 12 guest with the kernel sites run: systemd as PID 1, cgroup v2, two NUMA nodes and
+# two hardware threads per core (qemu: 2 sockets x 2 cores x 2 threads, 2 GiB per NUMA node).
+# The image is built once with mmdebstrap from Debian's packages and cached outside the tree,
+# keyed by its package list; every boot writes to a throw-away overlay.
+#
+# Usage: contrib/guest.sh image                 build the image when missing; prints its folder
+#        contrib/guest.sh start RUN SHARE...    boot it; RUN is a fresh state folder; each SHARE
+#                                               (TAG=HOSTDIR) is mounted in the guest at HOSTDIR
+#                                               (read-only); waits until ssh answers
+#        contrib/guest.sh ssh RUN CMD...        run CMD in the guest as root
+#        contrib/guest.sh stop RUN              power it off (then kill qemu), remove RUN's overlay
+# Environment: LAMA_GUEST_CACHE (where images live, default /var/cache/lama/guest),
+#   LAMA_GUEST_ACCEL (kvm or tcg; default: kvm when /dev/kvm boots a guest, else tcg),
+#   LAMA_GUEST_PORT (the first host port to try for the guest's ssh, default 2222).
+#
+# /dev/kvm may exist and still not boot Debian's kernel (a nested PVM device fails on
+# `-cpu host`): then TCG runs it, slowly (ssh answers 2-3 minutes after start). Under TCG the
+# vendor must be Intel, or the guest shows no hardware threads.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cache=${LAMA_GUEST_CACHE:-/var/cache/lama/guest}
+port=${LAMA_GUEST_PORT:-2222}
+packages=(linux-image-amd64 systemd systemd-sysv dbus udev openssh-server slurm-wlm slurm-client
+  munge hwloc numactl bpftool procps iproute2 python3 libpmix2)
+# A change to how the image is made changes this stamp (and so its folder).
+recipe=3
+key=$(printf '%s\n' "${packages[@]}" "recipe $recipe" | sha256sum | cut -c1-12)
+image=$cache/debian12-$key
+
+die() { echo "guest: $*" >&2; exit 1; }
+
+build_image() {
+  [ -f "$image/.lama-complete" ] && { echo "$image"; return; }
+  "$top/contrib/deps.sh" mmdebstrap qemu-system-x86 qemu-utils e2fsprogs openssh-client
+  local started root
+  started=$(date +%s)
+  rm -rf "$image"
+  mkdir -p "$image"
+  root=$image/rootfs
+  echo "guest: building a Debian 12 image in $image (about 5 minutes)" >&2
+  ssh-keygen -q -t ed25519 -N "" -C lama-guest -f "$image/id_ed25519"
+  mmdebstrap --variant=important --include="$(IFS=,; echo "${packages[*]}")" \
+    --customize-hook="echo guest > \"\$1/etc/hostname\"" \
+    --customize-hook="printf '127.0.0.1 localhost\n127.0.1.1 guest\n' > \"\$1/etc/hosts\"" \
+    --customize-hook="printf '/dev/vda / ext4 rw,relatime 0 1\n' > \"\$1/etc/fstab\"" \
+    --customize-hook="mkdir -p -m 700 \"\$1/root/.ssh\" && cp '$image/id_ed25519.pub' \"\$1/root/.ssh/authorized_keys\"" \
+    --customize-hook="printf '[Match]\nName=en*\n[Network]\nDHCP=yes\n' > \"\$1/etc/systemd/network/20-wired.network\"" \
+    --customize-hook="systemctl --root=\"\$1\" enable systemd-networkd" \
+    --customize-hook="systemctl --root=\"\$1\" disable slurmctld slurmd" \
+    bookworm "$root" http://deb.debian.org/debian "deb http://deb.debian.org/debian-security bookworm-security main" \
+    >"$image/build.log" 2>&1 || { tail -n 20 "$image/build.log" >&2; die "mmdebstrap failed (log: $image/build.log)"; }
+  cp -L "$root"/vmlinuz "$image/vmlinuz"
+  cp -L "$root"/initrd.img "$image/initrd.img"
+  mke2fs -q -t ext4 -L lama-guest -d "$root" "$image/rootfs.ext4" 6G
+  rm -rf "$root"
+  echo "$(( $(date +%s) - started ))" > "$image/.lama-build-seconds"
+  touch "$image/.lama-complete"
+  echo "guest: image built in $(cat "$image/.lama-build-seconds") s ($(du -sh "$image" | cut -f1) on disk)" >&2
+  echo "$image"
+}
+
+ssh_to() {
+  local run=$1
+  shift
+  ssh -q -i "$image/id_ed25519" -p "$(cat "$run/port")" -o StrictHostKeyChecking=no \
+    -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 -o BatchMode=yes root@127.0.0.1 "$@"
+}
+
+# Starts qemu with ACCEL's CPU; fails if it is gone after a few seconds.
+qemu_up() {
+  local run=$1 accel=$2 cpu
+  shift 2
+  if [ "$accel" = kvm ]; then cpu=(-accel kvm -cpu host); else cpu=(-accel tcg,thread=multi -cpu max,vendor=GenuineIntel); fi
+  rm -f "$run/qemu.pid"
+  qemu-system-x86_64 "${cpu[@]}" -smp 8,sockets=2,cores=2,threads=2 -m 4096 \
+    -object memory-backend-ram,id=m0,size=2G -object memory-backend-ram,id=m1,size=2G \
+    -numa node,nodeid=0,cpus=0-3,memdev=m0 -numa node,nodeid=1,cpus=4-7,memdev=m1 \
+    -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
+    -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1" \
+    -drive "file=$run/overlay.qcow2,if=virtio,format=qcow2" \
+    -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=n0 \
+    "$@" -display none -serial "file:$run/console-$accel.log" \
+    -daemonize -pidfile "$run/qemu.pid" 2>"$run/qemu-$accel.err" || return 1
+  sleep 5
+  [ -f "$run/qemu.pid" ] && kill -0 "$(cat "$run/qemu.pid")" 2>/dev/null
+}
+
+start() {
+  local run=$1 shares=() i=0 spec tag dir accel mounts=""
+  shift
+  build_image >/dev/null
+  [ ! -e "$run/qemu.pid" ] || die "$run holds a guest already (contrib/guest.sh stop $run)"
+  mkdir -p "$run"
+  # The first port from LAMA_GUEST_PORT up that nothing listens on.
+  while ss -Hltn "sport = :$port" | grep -q .; do port=$((port + 1)); done
+  echo "$port" > "$run/port"
+  for spec in "$@"; do
+    tag=s$i dir=${spec#*=}
+    [ -d "$dir" ] || die "no folder $dir to share"
+    shares+=(-virtfs "local,path=$dir,mount_tag=$tag,security_model=none,readonly=on")
+    mounts+="mkdir -p '$dir' && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro $tag '$dir' && "
+    i=$((i + 1))
+  done
+  qemu-img create -q -f qcow2 -F raw -b "$image/rootfs.ext4" "$run/overlay.qcow2"
+  accel=${LAMA_GUEST_ACCEL:-}
+  if [ -z "$accel" ]; then
+    accel=tcg
+    [ -w /dev/kvm ] && qemu_up "$run" kvm "${shares[@]}" && accel=kvm
+  fi
+  [ "$accel" = kvm ] && [ -f "$run/qemu.pid" ] && kill -0 "$(cat "$run/qemu.pid")" 2>/dev/null ||
+    { accel=tcg; qemu_up "$run" tcg "${shares[@]}" || die "qemu did not start: $(cat "$run/qemu-tcg.err")"; }
+  echo "$accel" > "$run/accel"
+  local started=$(date +%s) limit=$([ "$accel" = kvm ] && echo 120 || echo 600)
+  until ssh_to "$run" true 2>/dev/null; do
+    if [ "$accel" = kvm ] && [ $(( $(date +%s) - started )) -ge "$limit" ]; then
+      # A KVM that starts but never boots: fall back to TCG once.
+      kill "$(cat "$run/qemu.pid")" 2>/dev/null || true
+      sleep 1
+      qemu-img create -q -f qcow2 -F raw -b "$image/rootfs.ext4" "$run/overlay.qcow2"
+      accel=tcg limit=600 started=$(date +%s)
+      echo tcg > "$run/accel"
+      qemu_up "$run" tcg "${shares[@]}" || die "qemu did not start: $(cat "$run/qemu-tcg.err")"
+    fi
+    [ $(( $(date +%s) - started )) -lt "$limit" ] || die "no ssh from the guest after $limit s (console: $run/console-$accel.log)"
+    kill -0 "$(cat "$run/qemu.pid")" 2>/dev/null || die "qemu exited (console: $run/console-$accel.log)"
+    sleep 5
+  done
+  [ -z "$mounts" ] || ssh_to "$run" "${mounts}true"
+  echo "guest: up with $accel in $(( $(date +%s) - started )) s" >&2
+}
+
+stop() {
+  local run=$1 pid
+  [ -f "$run/qemu.pid" ] || return 0
+  pid=$(cat "$run/qemu.pid")
+  ssh_to "$run" 'systemctl poweroff' 2>/dev/null || true
+  for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+  kill "$pid" 2>/dev/null || true
+  rm -f "$run/qemu.pid" "$run/overlay.qcow2"
+}
+
+case ${1:-} in
+  image) build_image ;;
+  start) [ $# -ge 2 ] || die "usage: contrib/guest.sh start RUN [TAG=DIR...]"; shift; start "$@" ;;
+  ssh) [ $# -ge 3 ] || die "usage: contrib/guest.sh ssh RUN CMD..."; shift; run=$1; shift; ssh_to "$run" "$@" ;;
+  stop) [ $# -eq 2 ] || die "usage: contrib/guest.sh stop RUN"; stop "$2" ;;
+  *) die "usage: contrib/guest.sh image|start|ssh|stop (see the top of this script)" ;;
+esac

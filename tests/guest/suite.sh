@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# The site-kernel suite, run inside the guest (contrib/guest.sh) as root: Slurm under systemd
+# with cgroup v2 (proctrack/cgroup, task/cgroup,task/affinity, ConstrainCores, ConstrainRAMSpace,
+# ConstrainDevices), on 2 sockets x 2 cores x 2 threads and two NUMA nodes. Expected bindings
+# come from `lama plan` on the guest's own topology, restricted to the CPUs Slurm gave the step.
+# Usage: suite.sh PREFIX LAMA PLUGIN_SO TOP
+#   PREFIX  the Slurm to run (/usr for Debian's 22.05, or a prefix of contrib/slurm-build.sh)
+#   LAMA    the lama command; PLUGIN_SO the plugin built for that Slurm (liblama_probe.so beside it)
+#   TOP     the repository (tests/guest/add-gpus.py)
+# Prints one "ok - ..." or "not ok - ..." line per case.
+set -uo pipefail
+prefix=$1 lama=$2 plugin=$3 top=$4
+export PATH=$prefix/bin:$prefix/sbin:$PATH SLURM_CONF=/etc/slurm/slurm.conf
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+run() { timeout 300 srun "$@"; }
+expand() { awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; for (c = r[1]; c <= r[2]; c++) printf "%s%d", (o++ ? "," : ""), c } print "" }' <<<"$1"; }
+
+# --- Slurm under systemd --------------------------------------------------------------------
+systemctl stop lama-slurmd lama-slurmctld 2>/dev/null
+rm -rf /var/lib/lama-slurm
+mkdir -p /etc/slurm /var/lib/lama-slurm/state /var/lib/lama-slurm/spool /var/log/lama-slurm
+# GPUs backed by device nodes made here (NVIDIA's major number; no driver: opening one that is
+# permitted fails with ENXIO, one the device filter denies with EPERM).
+for i in 0 1 2 3; do [ -e /dev/nvidia$i ] || mknod -m 666 /dev/nvidia$i c 195 $i; done
+hw=$(slurmd -C | head -n 1 | sed -E 's/^NodeName=[^ ]+ //; s/ *UpTime=.*//; s/RealMemory=([0-9]+)/RealMemory=\1/')
+mem=$(sed -E 's/.*RealMemory=([0-9]+).*/\1/' <<<"$hw")
+hw=$(sed -E "s/RealMemory=[0-9]+/RealMemory=$((mem - 256))/" <<<"$hw")
+cat > /etc/slurm/slurm.conf <<EOF
+ClusterName=guest
+SlurmctldHost=guest
+SlurmUser=root
+AuthType=auth/munge
+StateSaveLocation=/var/lib/lama-slurm/state
+SlurmdSpoolDir=/var/lib/lama-slurm/spool
+SlurmctldLogFile=/var/log/lama-slurm/slurmctld.log
+SlurmdLogFile=/var/log/lama-slurm/slurmd.log
+SlurmctldPidFile=/run/lama-slurmctld.pid
+SlurmdPidFile=/run/lama-slurmd.pid
+PlugStackConfig=/etc/slurm/plugstack.conf
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup,task/affinity
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=128
+GresTypes=gpu
+MpiDefault=none
+ReturnToService=2
+NodeName=guest $hw Gres=gpu:4 State=UNKNOWN
+PartitionName=debug Nodes=guest Default=YES MaxTime=INFINITE State=UP
+EOF
+cat > /etc/slurm/cgroup.conf <<EOF
+CgroupPlugin=cgroup/v2
+ConstrainCores=yes
+ConstrainRAMSpace=yes
+ConstrainDevices=yes
+EOF
+echo "Name=gpu File=/dev/nvidia[0-3]" > /etc/slurm/gres.conf
+plugstack() { echo "$*" > /etc/slurm/plugstack.conf; }
+plugstack "required $plugin"
+# The settings of Debian's slurmd.service and slurmctld.service, for either Slurm.
+for d in slurmctld slurmd; do
+  extra=""
+  [ $d = slurmctld ] || extra=$'Delegate=yes\nLimitMEMLOCK=infinity\nLimitSTACK=infinity\nTasksMax=infinity'
+  cat > /etc/systemd/system/lama-$d.service <<EOF
+[Unit]
+After=munge.service network-online.target
+[Service]
+Type=simple
+Environment=SLURM_CONF=$SLURM_CONF
+ExecStart=$prefix/sbin/$d -D -s
+KillMode=process
+LimitNOFILE=131072
+$extra
+EOF
+done
+rm -rf /run/lama
+systemctl daemon-reload
+systemctl start munge lama-slurmctld lama-slurmd
+for _ in $(seq 120); do [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break; sleep 1; done
+release=$(srun --version | awk '{print $2}')
+if [ "$(sinfo -h -o %T)" != idle ]; then
+  not_ok "Slurm $release under systemd in the guest: the node is not idle" "$(sinfo 2>&1)" "$(tail -n 20 /var/log/lama-slurm/slurmd.log)"
+  exit 0
+fi
+echo "# Slurm $release in the guest: $(nproc) CPUs, $(ls -d /sys/devices/system/node/node* | wc -l) NUMA nodes, $(stat -fc %T /sys/fs/cgroup)"
+
+# Each task's view, one line: task, its CPUs, the step's cgroup CPUs, its cgroup, the NUMA nodes
+# its pages are bound to (numa_maps), and the GPU variables.
+cat > "$work/where.sh" <<'EOF'
+cg=$(cat /proc/self/cgroup)
+step=/sys/fs/cgroup${cg#0::}
+step=${step%/user/task_*}
+binds=$(grep -o 'bind:[0-9,-]*' /proc/self/numa_maps | sort -u | paste -sd' ' -)
+echo "task $SLURM_PROCID cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status) step $(cat "$step/cpuset.cpus.effective") cgroup $cg mems ${binds:-none} lines $(wc -l < /proc/self/cgroup)"
+EOF
+# The NUMA node of each CPU.
+declare -A numa_of
+for n in /sys/devices/system/node/node[0-9]*; do
+  for c in $(expand "$(cat "$n/cpulist")" | tr , ' '); do numa_of[$c]=${n##*node}; done
+done
+# "task cpus" lines from lama plan on this machine, restricted to the step's CPUs.
+plan_tasks() {
+  local step=$1
+  shift
+  "$lama" plan --this-machine --restrict "$step" "$@" |
+    awk '/^  rank / { c = $NF; for (i = 1; i < NF; i++) if ($i == "cpus") c = $(i+1); print $2, c }' | sort -n
+}
+# One step: every task bound as lama plan says for the step's CPUs, inside them, in a cgroup v2
+# task cgroup; with --lama-mem=local every task's pages bound to its CPUs' NUMA node.
+step_case() {
+  local name=$1 srun_args=$2 plan_args=$3 out step got want bad="" task cpus mems c nodes
+  out=$(run $srun_args bash "$work/where.sh" 2>&1)
+  step=$(awk '$1 == "task" {print $6; exit}' <<<"$out")
+  got=$(awk '$1 == "task" {print $2, $4}' <<<"$out" | sort -n)
+  want=$(plan_tasks "${step:-none}" $plan_args)
+  while read -r _ task _ cpus _ _ _ cg _ mems; do
+    mems=${mems% lines*}
+    # 22.05 names the job's cgroup job_N, 26.05 an opaque id; the step's and task's are alike.
+    [[ $cg =~ ^0::/system.slice/guest_slurmstepd.scope/[^/]+/step_[0-9]+/user/task_[0-9]+$ ]] || bad+="task $task is in cgroup '$cg', not a cgroup v2 task cgroup under slurmd's systemd scope; "
+    for c in $(expand "$cpus" | tr , ' '); do
+      [[ ,$(expand "$step"), == *,$c,* ]] || bad+="task $task bound to CPU $c outside the step's cpuset.cpus.effective $step; "
+    done
+    if [[ $srun_args == *--lama-mem=local* ]]; then
+      nodes=$(for c in $(expand "$cpus" | tr , ' '); do echo "${numa_of[$c]}"; done | sort -u | paste -sd, -)
+      [ "$mems" = "bind:$nodes" ] || bad+="task $task on CPUs $cpus (NUMA $nodes) has pages bound as '$mems'; "
+    fi
+  done < <(grep '^task ' <<<"$out")
+  if [ -n "$want" ] && [ "$got" = "$want" ] && [ -z "$bad" ]; then
+    ok "[guest, Slurm $release] $name: every task bound as lama plan says on the step's CPUs $step, in a cgroup v2 task cgroup${4:-}"
+    [ -z "${show:-}" ] || { echo "# $name, as the tasks saw it:"; grep '^task ' <<<"$out" | sort -n -k2 | sed 's/ lines [0-9]*$//; s/^/#   /'; }
+  else not_ok "[guest, Slurm $release] $name" "got:" "$got" "want (step $step):" "$want" "$bad" "$out"; fi
+}
+
+# --- cgroup v2 under systemd ----------------------------------------------------------------
+slurmd_cg=$(cat /proc/"$(systemctl show -p MainPID --value lama-slurmd)"/cgroup)
+if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] && [ "$(ps -p 1 -o comm=)" = systemd ] &&
+  [[ $slurmd_cg == 0::/system.slice/lama-slurmd.service || $slurmd_cg == 0::/system.slice/lama-slurmd.service/* ]] &&
+  grep -q 'cgroup/v2' /etc/slurm/cgroup.conf; then
+  ok "[guest, Slurm $release] systemd is PID 1, /sys/fs/cgroup is cgroup2, slurmd runs in its own delegated unit ($slurmd_cg)"
+else not_ok "[guest, Slurm $release] cgroup v2 under systemd" "$(stat -fc %T /sys/fs/cgroup) $(ps -p 1 -o comm=) $slurmd_cg"; fi
+
+# --- maps ------------------------------------------------------------------------------------
+show=1 step_case "block -n4 -c2 --lama-map=csbnh --lama-bind=1c" "-n4 -c2 --lama-map=csbnh --lama-bind=1c" "--np 4 --map csbnh --bind 1c"
+step_case "cyclic over sockets -n4 -c2 --lama-map=scbnh --lama-bind=1c" "-n4 -c2 --lama-map=scbnh --lama-bind=1c" "--np 4 --map scbnh --bind 1c"
+step_case "-n2 -c4 --lama-map=csbnh --lama-bind=2c" "-n2 -c4 --lama-map=csbnh --lama-bind=2c" "--np 2 --map csbnh --bind 2c"
+step_case "multi-level, hardware threads first: -n8 --exclusive --lama-map=hsNcbn --lama-bind=1h" "-n8 --exclusive --lama-map=hsNcbn --lama-bind=1h" "--np 8 --map hsNcbn --bind 1h"
+
+# --- the automatic policy over two NUMA domains, memory bound locally -------------------------
+show=1 step_case "--lama-policy=auto --lama-mem=local -n2 -c4 (one task per NUMA domain)" \
+  "-n2 -c4 --lama-policy=auto --lama-mem=local" "--np 2 --policy auto --cpus-per-task 4" ", pages bound to its NUMA node"
+step_case "--lama-policy=auto --lama-mem=local -n4 -c2 (a core with both threads each)" \
+  "-n4 -c2 --lama-policy=auto --lama-mem=local" "--np 4 --policy auto --cpus-per-task 2" ", pages bound to its NUMA node"
+step_case "--lama-policy=auto --lama-mem=local -n8 --exclusive (one hardware thread each)" \
+  "-n8 --exclusive --lama-policy=auto --lama-mem=local" "--np 8 --policy auto" ", pages bound to its NUMA node"
+
+# --- a step on both sockets, beside another job --------------------------------------------
+hog=$(sbatch --parsable -n1 -c2 --wrap 'sleep 600')
+for _ in $(seq 100); do [ "$(squeue -h -j "$hog" -o %T)" = RUNNING ] && break; sleep 0.5; done
+out=$(run -n3 -c2 bash -c 'cat /sys/fs/cgroup$(sed "s/^0:://; s|/user/task_.*||" /proc/self/cgroup)/cpuset.cpus.effective' 2>&1 | sort -u)
+spans=$(expand "$out" | tr , '\n' | awk -v s=0 '{ if ($1 < 4) a = 1; else b = 1 } END { print a + b }')
+[ "$spans" = 2 ] || not_ok "[guest, Slurm $release] beside a job holding core 0, -n3 -c2 should span both sockets" "$out"
+step_case "beside a job holding core 0, -n3 -c2 on both sockets --lama-map=csbnh --lama-bind=1c" \
+  "-n3 -c2 --lama-map=csbnh --lama-bind=1c" "--np 3 --map csbnh --bind 1c"
+scancel "$hog"
+
+# --- lama plan --from-slurm inside an allocation -------------------------------------------
+from_slurm_case() {
+  local name=$1 alloc=$2 plan_args=$3 srun_args=$4 out want got
+  out=$(timeout 300 salloc $alloc bash -c "'$lama' plan --from-slurm $plan_args | awk '/^  rank / { c = \$NF; for (i = 1; i < NF; i++) if (\$i == \"cpus\") c = \$(i+1); print \"plan\", \$2, c }'
+    srun $srun_args bash '$work/where.sh'" 2>&1)
+  want=$(awk '$1 == "plan" {print $2, $3}' <<<"$out" | sort -n)
+  got=$(awk '$1 == "task" {print $2, $4}' <<<"$out" | sort -n)
+  if [ -n "$want" ] && [ "$got" = "$want" ]; then ok "[guest, Slurm $release] salloc $alloc: lama plan --from-slurm $plan_args plans what srun $srun_args binds"
+  else not_ok "[guest, Slurm $release] --from-slurm $name" "plan:" "$want" "srun:" "$got" "$out"; fi
+}
+from_slurm_case "policy -c4" "-n2 -c4" "--policy auto" "--lama-policy=auto"
+from_slurm_case "map" "-n4" "--map csbnh --bind 1c" "--lama-map=csbnh --lama-bind=1c"
+
+# --- the topology cache written by slurmd under systemd -------------------------------------
+cache=/run/lama/topology-guest.json
+out=$(run -n1 --lama-map=csbnh --lama-bind=1c --lama-verbose true 2>&1)
+if [ "$(stat -c %U "$cache" 2>/dev/null)" = root ] && grep -q 'topology from the cache' <<<"$out"; then
+  ok "[guest, Slurm $release] slurmd under systemd wrote $cache (root's) and the step placed from it"
+else not_ok "[guest, Slurm $release] topology cache" "$(ls -la /run/lama 2>&1)" "$out"; fi
+
+# --- GPUs behind cgroup v2's eBPF device filter ---------------------------------------------
+# hwloc sees no GPU here: the plugin reads the guest's topology with four GPUs added (two per
+# package), so CPUs are computed, not bound; the device filter is Slurm's, and real.
+lstopo-no-graphics --of xml > "$work/guest.xml" 2>/dev/null
+python3 "$top/tests/guest/add-gpus.py" "$work/guest.xml" /root/guest-gpus.xml 4
+plugstack "required $plugin topology=/root/guest-gpus.xml"
+cat > "$work/gpu.sh" <<'EOF'
+open=""
+for f in /dev/nvidia[0-3]; do
+  case $( (exec 3<"$f") 2>&1 ) in *"not permitted"*) ;; *"No such device"*) open+="${f##*nvidia},";; *) open+="?${f##*nvidia},";; esac
+done
+echo "gpu $SLURM_PROCID ${CUDA_VISIBLE_DEVICES:-none} ${SLURM_STEP_GPUS:-${SLURM_JOB_GPUS:-none}} ${open%,}"
+EOF
+# Slurm's own CUDA_VISIBLE_DEVICES for the step (--lama-off) lists the GPUs as the tasks may name
+# them; lama's must name only those (one each with --lama-gpus=1, all of them with visibility=all).
+# One task per socket: task t runs on package t, whose GPUs are 2t and 2t+1 (add-gpus.py's
+# order, which is Slurm's: gres.conf lists /dev/nvidia0-3 in that order), so its nearest GPU of
+# the step is the one of its package.
+gpu_case() {
+  local name=$1 args=$2 out slurm bad="" t cvd step open i steps g
+  slurm=$(run $args --lama-off bash "$work/gpu.sh" 2>&1 | awk '$1 == "gpu" {print $3; exit}')
+  out=$(run $args bash "$work/gpu.sh" 2>&1)
+  while read -r _ t cvd step open; do
+    [ "$open" = "$step" ] || bad+="task $t may open GPUs $open, the step was given $step; "
+    for i in ${cvd//,/ }; do
+      [[ ,$slurm, == *,$i,* ]] || bad+="task $t: CUDA_VISIBLE_DEVICES=$cvd names $i, not among the step's ($slurm as Slurm numbers them); "
+    done
+    IFS=, read -ra steps <<<"$step"
+    g=${steps[${cvd%%,*}]:-none}
+    [[ $name == *all* ]] || { [ "$g" != none ] && [ $((g / 2)) = "$t" ]; } || bad+="task $t on package $t got GPU $g (CUDA_VISIBLE_DEVICES=$cvd of the step's $step), not its package's; "
+    case $name in
+      *all*) [ "$(tr , '\n' <<<"$cvd" | sort | paste -sd,)" = "$(tr , '\n' <<<"$slurm" | sort | paste -sd,)" ] || bad+="task $t sees $cvd, not every GPU of the step ($slurm); " ;;
+      *) [ "$(tr , '\n' <<<"$cvd" | wc -l)" = 1 ] || bad+="task $t: CUDA_VISIBLE_DEVICES=$cvd, one GPU wanted; " ;;
+    esac
+  done < <(grep '^gpu ' <<<"$out")
+  if [ "$(grep -c '^gpu ' <<<"$out")" = 2 ] && [ -n "$slurm" ] && [ -z "$bad" ]; then
+    ok "[guest, Slurm $release] $name: opening a GPU outside the step fails with EPERM, the step's with ENXIO, CUDA_VISIBLE_DEVICES names only permitted GPUs"
+    echo "# $name (task, CUDA_VISIBLE_DEVICES, the step's GPUs, the GPUs it could open; Slurm's own CUDA_VISIBLE_DEVICES: $slurm):"
+    grep '^gpu ' <<<"$out" | sort -n -k2 | sed 's/^gpu /#   task /'
+  else not_ok "[guest, Slurm $release] $name" "$bad" "Slurm's CUDA_VISIBLE_DEVICES: $slurm" "$out"; fi
+}
+# Another job holds GPU 0, so the step gets GPUs 1 and 2, one on each package.
+hog=$(sbatch --parsable -n1 -c2 --gres=gpu:1 --wrap 'sleep 600')
+for _ in $(seq 100); do [ "$(squeue -h -j "$hog" -o %T)" = RUNNING ] && break; sleep 0.5; done
+gpu="-n2 --ntasks-per-socket=1 -c2 --gres=gpu:2 --lama-map=scbnh --lama-bind=1c --lama-gpus=1"
+gpu_case "beside a job holding GPU 0, --gres=gpu:2 --lama-gpus=1" "$gpu"
+gpu_case "beside a job holding GPU 0, --gres=gpu:2 --lama-gpus=1 --lama-gpu-visibility=all" "$gpu --lama-gpu-visibility=all"
+scancel "$hog"
+plugstack "required $plugin"
+
+systemctl stop lama-slurmd lama-slurmctld
