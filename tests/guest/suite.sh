@@ -94,7 +94,8 @@ cg=$(cat /proc/self/cgroup)
 step=/sys/fs/cgroup${cg#0::}
 step=${step%/user/task_*}
 binds=$(grep -o 'bind:[0-9,-]*' /proc/self/numa_maps | sort -u | paste -sd' ' -)
-echo "task $SLURM_PROCID cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status) step $(cat "$step/cpuset.cpus.effective") cgroup $cg mems ${binds:-none} lines $(wc -l < /proc/self/cgroup)"
+heap=$(grep -m 1 ' heap .*bind:' /proc/self/numa_maps)
+echo "task $SLURM_PROCID cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status) step $(cat "$step/cpuset.cpus.effective") cgroup $cg mems ${binds:-none} lines $(wc -l < /proc/self/cgroup) heap ${heap:-none}"
 EOF
 # The NUMA node of each CPU.
 declare -A numa_of
@@ -130,7 +131,7 @@ step_case() {
   done < <(grep '^task ' <<<"$out")
   if [ -n "$want" ] && [ "$got" = "$want" ] && [ -z "$bad" ]; then
     ok "[guest, Slurm $release] $name: every task bound as lama plan says on the step's CPUs $step, in a cgroup v2 task cgroup${4:-}"
-    [ -z "${show:-}" ] || { echo "# $name, as the tasks saw it:"; grep '^task ' <<<"$out" | sort -n -k2 | sed 's/ lines [0-9]*$//; s/^/#   /'; }
+    [ -z "${show:-}" ] || { echo "# $name, as the tasks saw it (and their heap's line of /proc/self/numa_maps):"; grep '^task ' <<<"$out" | sort -n -k2 | sed 's/ lines [0-9]* heap / numa_maps: /; s/ numa_maps: none$//; s/^/#   /'; }
   else not_ok "[guest, Slurm $release] $name" "got:" "$got" "want (step $step):" "$want" "$bad" "$out"; fi
 }
 
