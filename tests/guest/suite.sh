@@ -94,7 +94,7 @@ cg=$(cat /proc/self/cgroup)
 step=/sys/fs/cgroup${cg#0::}
 step=${step%/user/task_*}
 binds=$(grep -o 'bind:[0-9,-]*' /proc/self/numa_maps | sort -u | paste -sd' ' -)
-heap=$(grep -m 1 ' heap .*bind:' /proc/self/numa_maps)
+heap=$(grep -m 1 'bind:[0-9,-]* heap' /proc/self/numa_maps)
 echo "task $SLURM_PROCID cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status) step $(cat "$step/cpuset.cpus.effective") cgroup $cg mems ${binds:-none} lines $(wc -l < /proc/self/cgroup) heap ${heap:-none}"
 EOF
 # The NUMA node of each CPU.
