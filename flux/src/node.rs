@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use lama::environ::{exec_limit, own_stack_limit, ExecSize, Group};
-use lama::flux_job::{cores_per_node, flux_words, given_gpus, scheme_map, RankInfo};
+use lama::flux_job::{
+    cores_per_node, cores_per_slot, flux_words, given_gpus, scheme_map, RankInfo,
+};
 use lama::hwloc::memory::Memory;
 use lama::idset::format_list;
 use lama::locality::{AllowedGpus, Locality, Weights};
@@ -105,11 +107,14 @@ impl Node {
             phases.push((what, now - lap));
             lap = now;
         };
-        let rank = shell_info(shell)?
+        let info = shell_info(shell)?;
+        let rank = info
             .get("rank")
             .and_then(Value::as_u64)
             .and_then(|n| u32::try_from(n).ok())
             .ok_or("the shell's info has no rank")?;
+        // `flux run -c N`: each task's workers for the policy, as srun's -c is under Slurm.
+        let slot_cores = info.get("jobspec").and_then(cores_per_slot);
         let own = rank_info(shell, rank)?;
         let own = &own;
         let (environ, existing) = environ(shell);
@@ -159,7 +164,7 @@ impl Node {
             phase("TASK_MAP");
         }
         if config.placing {
-            node.place(shell, config, own, &mut phase)
+            node.place(shell, config, (own, slot_cores), &mut phase)
                 .map_err(|e| format!("{} (node {rank} {})", flux_words(&e), node.host))?;
         }
         node.elapsed = started.elapsed();
@@ -171,7 +176,7 @@ impl Node {
         &mut self,
         shell: Shell,
         config: &Config,
-        own: &RankInfo,
+        (own, slot_cores): (&RankInfo, Option<usize>),
         phase: &mut dyn FnMut(&'static str),
     ) -> Result<(), String> {
         let ids = own.task_ids();
@@ -204,7 +209,7 @@ impl Node {
                 let t = place_node(&topo, &cpus, req, &ids, self.verbose);
                 (t.map_err(|e| e.to_string())?, None)
             }
-            None => self.by_policy(&topo, &loc, &cpus, config, own, &ids)?,
+            None => self.by_policy(&topo, &loc, &cpus, config, (own, slot_cores), &ids)?,
         };
         phase("placement");
         let mut groups: Vec<Vec<Group>> = tasks
@@ -254,7 +259,7 @@ impl Node {
         loc: &Locality,
         cpus: &[u32],
         config: &Config,
-        own: &RankInfo,
+        (own, slot_cores): (&RankInfo, Option<usize>),
         ids: &[u32],
     ) -> Result<(Vec<TaskBinding>, Option<PolicyGpus>), String> {
         let (gpus, given) = match own.gpus.trim() {
@@ -265,7 +270,7 @@ impl Node {
             }
         };
         let stack = config.settings.oversubscribe(&config.user);
-        let workers = auto_workers(config.threads.as_ref(), None);
+        let workers = auto_workers(config.threads.as_ref(), slot_cores);
         let p = place_auto(
             topo,
             cpus,

@@ -174,6 +174,38 @@ impl RankInfo {
     }
 }
 
+/// The cores each slot asked for (`flux run -c N`): the `count` of the `core` resource inside
+/// the jobspec's `slot` (RFC 14: a number, or a range whose `min` is taken), or `None` when the
+/// jobspec names none. Not `flux_shell_get_jobspec_info`'s `cores_per_slot`, which divides R's
+/// cores by the slots: an exclusive job's slot would count the whole node.
+pub fn cores_per_slot(jobspec: &Value) -> Option<usize> {
+    fn count(v: &Value) -> Option<usize> {
+        let c = v.get("count")?;
+        let n = c
+            .as_u64()
+            .or_else(|| c.get("min").and_then(Value::as_u64))?;
+        usize::try_from(n).ok().filter(|&n| n > 0)
+    }
+    fn find(resources: &Value, in_slot: bool, depth: usize) -> Option<usize> {
+        // A jobspec nests a few levels (node, slot, core); a deeper one is not Flux's.
+        if depth > 16 {
+            return None;
+        }
+        for r in resources.as_array()? {
+            let ty = r.get("type").and_then(Value::as_str);
+            if in_slot && ty == Some("core") {
+                return count(r);
+            }
+            let slot = in_slot || ty == Some("slot");
+            if let Some(n) = r.get("with").and_then(|w| find(w, slot, depth + 1)) {
+                return Some(n);
+            }
+        }
+        None
+    }
+    find(jobspec.get("resources")?, false, 0)
+}
+
 /// The cores Flux gave the job on each node, in shell rank order, from the job's resource set
 /// `R` (RFC 20, as in the shell's info): shell ranks are the job's broker ranks in ascending
 /// order. The task-map scheme runs before the shell's rank info may be read (the shell keeps the

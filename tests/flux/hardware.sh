@@ -88,6 +88,29 @@ if [ "$LAMA_FLUX_GPUS" -gt 0 ]; then
   gpu_case "lama.gpus=1" "-o lama.map=csbnh -o lama.gpus=1" "--map csbnh --gpus 1"
   # The policy shares the node's four GPUs out.
   gpu_case "lama.policy=auto" "-o lama.policy=auto" "--policy auto"
+  # `flux run -c N` under the policy: each task's workers are N, as srun's -c N is under Slurm
+  # (lama plan --cpus-per-task N), with and without lama.threads=auto; not Flux's cores per slot
+  # of the exclusive job's R, which would count the whole node.
+  slot_case() {
+    local what=$1 job_opts=$2 plan_opts=$3 want got
+    timeout 120 "$flux" run --exclusive -N1 -n2 -c4 -g1 $job_opts -o userrc="$LAMA_FLUX_RC" sh -c \
+      'echo T $FLUX_TASK_RANK ${LAMA_CPUS:-none} ${OMP_NUM_THREADS:-none}' >"$work/out" 2>"$work/err"
+    want=$("$lama" plan --topology "$xml" --np 2 --policy auto --cpus-per-task 4 $plan_opts --format json |
+      python3 -c 'import json,sys
+for r in json.load(sys.stdin)["ranks"]:
+    c = sorted(r["cpus"]); out, i = [], 0
+    while i < len(c):
+        j = i
+        while j + 1 < len(c) and c[j + 1] == c[j] + 1: j += 1
+        out.append(str(c[i]) if i == j else "%d-%d" % (c[i], c[j])); i = j + 1
+    print(r["rank"], ",".join(out), r["threads"])')
+    got=$(awk '$1 == "T" {print $2, $3, $4}' "$work/out" | sort -n)
+    if [ -n "$got" ] && [ "$got" = "$want" ]; then
+      ok "declared $name: flux run -n2 -c4 -g1 $what: each task's CPUs and OMP_NUM_THREADS are lama plan --cpus-per-task 4's ($(awk '{print $3}' <<<"$got" | paste -sd' ') threads)"
+    else not_ok "declared $name: -c4 $what" "got (rank cpus threads):" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+  }
+  slot_case "lama.policy=auto" "-o lama.policy=auto" ""
+  slot_case "lama.policy=auto lama.threads=auto" "-o lama.policy=auto -o lama.threads=auto" "--threads auto"
   # More GPUs per task than the job has on its node: the job fails with the reason.
   timeout 120 "$flux" run -N1 -n1 -g1 -o lama.gpus=2 -o userrc="$LAMA_FLUX_RC" sh -c 'echo TASK-RAN' >"$work/out" 2>"$work/err"
   if ! grep -q TASK-RAN "$work/out" && grep -q 'job.exception.*GPU' "$work/err"; then

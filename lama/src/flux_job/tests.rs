@@ -152,3 +152,28 @@ fn cores_from_the_jobs_r() {
     assert_eq!(cores_per_node(&r).unwrap(), ["0-1", "0-1", "2-3"]);
     assert!(cores_per_node(&serde_json::json!({})).is_err());
 }
+
+#[test]
+fn cores_per_slot_is_the_jobs_dash_c() {
+    let spec = |r: serde_json::Value| serde_json::json!({"version": 1, "resources": r});
+    // `flux run -n2 -c4`: two slots of four cores.
+    let plain = spec(serde_json::json!([
+        {"type": "slot", "count": 2, "label": "task", "with": [{"type": "core", "count": 4}]}
+    ]));
+    assert_eq!(cores_per_slot(&plain), Some(4));
+    // `flux run -N1 -n2 -c3 -g1`: under a node, beside a GPU.
+    let nested = spec(serde_json::json!([
+        {"type": "node", "count": 1, "with": [
+            {"type": "slot", "count": 2, "label": "task", "with": [
+                {"type": "gpu", "count": 1}, {"type": "core", "count": 3}]}]}
+    ]));
+    assert_eq!(cores_per_slot(&nested), Some(3));
+    // A range (RFC 14) counts its minimum; a core outside any slot is not a slot's.
+    let range = spec(serde_json::json!([
+        {"type": "slot", "count": 1, "with": [{"type": "core", "count": {"min": 2, "max": 8}}]}
+    ]));
+    assert_eq!(cores_per_slot(&range), Some(2));
+    let bare = spec(serde_json::json!([{"type": "core", "count": 5}]));
+    assert_eq!(cores_per_slot(&bare), None);
+    assert_eq!(cores_per_slot(&serde_json::json!({})), None);
+}
