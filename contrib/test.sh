@@ -117,6 +117,7 @@ flux_prefix=$(contrib/flux-build.sh)
 cargo build --quiet -p lama-flux
 tests/flux/plugin.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
 tests/flux/hardware.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
+tests/flux/shapes.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
 
 echo "== fuzzing: every target for a few seconds from its committed corpus (AddressSanitizer)"
 contrib/fuzz.sh 5 2>&1 | sed -E 's/^([a-z_0-9]+) +([0-9]+) .* ok$/ok - fuzz \1: \2 executions, no crash, leak or hang/; s/^([a-z_0-9]+) .*FAILED.*/not ok - fuzz &/' | tee -a "$log"

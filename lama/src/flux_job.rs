@@ -9,11 +9,12 @@
 use serde_json::Value;
 
 use crate::idset::{parse_list, parse_ranges};
+use crate::level::Level;
 use crate::locality::{AllowedGpus, Kind, Locality};
 use crate::mapper::plan;
 use crate::slurm_step::{cores_to_cpus, Options, Settings, StepError, OPTIONS, SETTINGS};
 use crate::taskmap::{rfc34, TaskMap};
-use crate::topology::NodeTopology;
+use crate::topology::{NodeTopology, Span};
 
 /// The `plugstack.conf` arguments that mean nothing under Flux: the shell hands every job its
 /// node's topology, so there is no cache for slurmd to write.
@@ -251,9 +252,11 @@ pub fn given_gpus(loc: &Locality, ids: &str) -> Result<AllowedGpus, String> {
 
 /// The `lama` task-map scheme (`flux run -o taskmap=lama:MAP`): the job's tasks laid out across
 /// its nodes by the LAMA map `map` (which may sweep the node level `n`) with the user's and the
-/// site's other options, every node being `topo` restricted to the cores Flux gave the job there
-/// (`cores[i]` for shell rank `i`). `current` is the shell's map (RFC 34), which says how many
-/// tasks each node holds and must keep. Returns the new map, RFC 34 encoded.
+/// site's other options. A shell sees only its own node's topology (`topo`) and, from R, the
+/// cores Flux gave the job on every node (`cores[i]` for shell rank `i`): a node whose cores are
+/// cores of `topo` is `topo` restricted to them; any other is modelled from its core count alone
+/// ([`counted_node`]). `current` is the shell's map (RFC 34), which says how many tasks each node
+/// holds and must keep. Returns the new map, RFC 34 encoded.
 pub fn scheme_map(
     current: &str,
     map: &str,
@@ -287,11 +290,13 @@ pub fn scheme_map(
         let i = match models.iter().position(|(k, _)| k == c) {
             Some(i) => i,
             None => {
-                let cpus = cores_to_cpus(topo, c, None)?;
-                let t = topo
-                    .restricted(&cpus)
-                    .map_err(|e| StepError::Cpus(e.to_string()))?
-                    .into_owned();
+                let t = match cores_to_cpus(topo, c, None) {
+                    Ok(cpus) => topo
+                        .restricted(&cpus)
+                        .map_err(|e| StepError::Cpus(e.to_string()))?
+                        .into_owned(),
+                    Err(_) => counted_node(topo, c, which.len())?,
+                };
                 models.push((c, t));
                 models.len() - 1
             }
@@ -311,6 +316,57 @@ pub fn scheme_map(
         )));
     }
     Ok(rfc34::encode_wrapped(&new))
+}
+
+/// A node another shell runs on, whose cores are not this node's, modelled from what R says of
+/// it: as many cores as Flux gave the job there (`cores`, an idset), each with as many hardware
+/// threads as this node's cores have, in one socket and one NUMA domain, without caches. Maps
+/// over nodes, cores and hardware threads lay tasks out by it as on the real node; a map whose
+/// outer levels (sockets, NUMA domains, caches) would decide which node a task goes to lays it
+/// out as if the node had one of each.
+pub fn counted_node(
+    topo: &NodeTopology,
+    cores: &str,
+    rank: usize,
+) -> Result<NodeTopology, StepError> {
+    let cpus = |m: String| StepError::Cpus(m);
+    let count = parse_list(cores)
+        .map_err(|e| {
+            cpus(format!(
+                "node {rank}'s cores '{cores}' in R cannot be read: {e}"
+            ))
+        })?
+        .len() as u32;
+    if count == 0 {
+        return Err(cpus(format!("node {rank} has no core in R")));
+    }
+    let threads = topo
+        .objects(Level::Core)
+        .first()
+        .map_or(1, |s| s.len() as u32)
+        .max(1);
+    let n = count.saturating_mul(threads);
+    // As many PUs as the largest machines have, and a little more; R could name millions.
+    if n > 1 << 16 {
+        return Err(cpus(format!(
+            "node {rank} has {count} cores in R, more than lama places"
+        )));
+    }
+    let whole = vec![Span { start: 0, end: n }];
+    let mut levels: [Vec<Span>; 9] = Default::default();
+    levels[Level::Numa.index()] = whole.clone();
+    levels[Level::Socket.index()] = whole;
+    levels[Level::Core.index()] = (0..count)
+        .map(|c| Span {
+            start: c * threads,
+            end: (c + 1) * threads,
+        })
+        .collect();
+    Ok(NodeTopology::from_parts(
+        &format!("node {rank} (from R: {count} cores)"),
+        (0..n).collect(),
+        levels,
+    ))
 }
 
 #[cfg(test)]

@@ -104,6 +104,34 @@ mod on_hwloc {
     }
 
     #[test]
+    fn scheme_models_other_nodes_from_their_core_counts() {
+        // The shell runs on a node of one core; R gives the job 2, 1 and 2 cores. Nodes first,
+        // one core per task: the one-core node takes one task, the others two each.
+        let topo = synthetic("pack:1 core:1 pu:1");
+        let cores = vec!["0-1".to_string(), "0".to_string(), "0-1".to_string()];
+        let current = r#"{"version":1,"map":[[0,3,1,1],[0,2,1,1]]}"#;
+        let mut u = Options::default();
+        u.bind = Some("1c".into());
+        let got = scheme_map(current, "ncsbh", &topo, &cores, &Settings::default(), &u).unwrap();
+        let nodes: Vec<u64> = (0..5)
+            .map(|t| rfc34::decode(&got).unwrap().node_of(t).unwrap())
+            .collect();
+        assert_eq!(nodes, [0, 1, 2, 0, 2], "{got}");
+        // A node R describes by count keeps its hardware threads: two per core, like this one's.
+        let two = synthetic("pack:1 core:1 pu:2");
+        let node = counted_node(&two, "0-2", 4).unwrap();
+        assert_eq!(node.objects(Level::Core).len(), 3);
+        assert_eq!(node.num_pus(), 6);
+        assert!(counted_node(&two, "", 4).is_err());
+        // More tasks than the nodes' cores hold: refused, as on alike nodes.
+        let current = r#"{"version":1,"map":[[0,3,2,1]]}"#;
+        let e = scheme_map(current, "ncsbh", &topo, &cores, &Settings::default(), &u)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("oversubscribed") || e.contains("only"), "{e}");
+    }
+
+    #[test]
     fn scheme_refuses_an_empty_node() {
         // Four tasks fit on node 0's four cores: node 1 would be left without a task.
         let topo = synthetic("pack:2 core:2 pu:1");
