@@ -110,8 +110,10 @@ mod on_hwloc {
         let topo = synthetic("pack:1 core:1 pu:1");
         let cores = vec!["0-1".to_string(), "0".to_string(), "0-1".to_string()];
         let current = r#"{"version":1,"map":[[0,3,1,1],[0,2,1,1]]}"#;
-        let mut u = Options::default();
-        u.bind = Some("1c".into());
+        let u = Options {
+            bind: Some("1c".into()),
+            ..Options::default()
+        };
         let got = scheme_map(current, "ncsbh", &topo, &cores, &Settings::default(), &u).unwrap();
         let nodes: Vec<u64> = (0..5)
             .map(|t| rfc34::decode(&got).unwrap().node_of(t).unwrap())
