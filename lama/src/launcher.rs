@@ -24,22 +24,39 @@ pub const LAUNCHER_DAEMONS: [(&str, &str); 4] = [
     ("hydra_bstrap_proxy", "Intel MPI's hydra_bstrap_proxy"),
 ];
 
+/// What a Flux instance started by `srun` runs on each node: `flux start` (or `flux broker`),
+/// which becomes `flux-broker`.
+pub const FLUX_BROKER: &str = "Flux's brokers (flux start)";
+
 /// Which launcher's daemon a step runs, from the step's first argument (its program), or `None`
-/// for any other program. Bytes, compared in place: every step asks.
-pub fn launcher_daemon(argv0: &[u8]) -> Option<&'static str> {
+/// for any other program; `argv1` gives the second argument, asked for only when the program is
+/// `flux`. Bytes, compared in place: every step asks.
+pub fn launcher_daemon<'a>(
+    argv0: &[u8],
+    argv1: impl FnOnce() -> Option<&'a [u8]>,
+) -> Option<&'static str> {
     let base = match argv0.iter().rposition(|&b| b == b'/') {
         Some(i) => &argv0[i + 1..],
         None => argv0,
     };
-    LAUNCHER_DAEMONS
-        .iter()
-        .find(|(name, _)| name.as_bytes() == base)
-        .map(|(_, what)| *what)
+    match base {
+        b"flux" => matches!(argv1(), Some(b"start" | b"broker")).then_some(FLUX_BROKER),
+        b"flux-broker" | b"flux-start" => Some(FLUX_BROKER),
+        _ => LAUNCHER_DAEMONS
+            .iter()
+            .find(|(name, _)| name.as_bytes() == base)
+            .map(|(_, what)| *what),
+    }
 }
 
 /// What the plugin says, once per step, when a launcher's daemon step asked lama to place
 /// (options given to `sbatch`, or `SLURM_LAMA_*` variables, reach `mpirun`'s own `srun`).
 pub fn daemon_note(what: &str) -> String {
+    if what == FLUX_BROKER {
+        return format!(
+            "this step runs {what}, one per node: lama leaves it unbound and exports none of its variables, so that the Flux instance spans every CPU the job has on each node (a binding here would confine the whole instance); lama's Flux plugin places the instance's jobs (flux run -o lama.map=... or -o lama.policy=auto)"
+        );
+    }
     format!(
         "this step runs {what}, one per node, which start the MPI ranks themselves: lama does not place or bind it and exports no TASK_MAP (it would describe the daemons, not the ranks); to place the ranks, give the launcher lama's plan: `lama plan --from-slurm ... --format rankfile` (Open MPI), `--format hydra` (MPICH) or `--format impi` (Intel MPI)"
     )

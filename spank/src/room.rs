@@ -157,5 +157,11 @@ pub fn launcher_daemon() -> Option<&'static str> {
         return None;
     }
     // SAFETY: a non-NULL entry is a NUL-terminated string owned by Slurm for the callback.
-    lama::launcher::launcher_daemon(unsafe { CStr::from_ptr(p) }.to_bytes())
+    let argv0 = unsafe { CStr::from_ptr(p) }.to_bytes();
+    lama::launcher::launcher_daemon(argv0, || {
+        // SAFETY: entry 0 was not the terminating NULL, so entry 1 exists (a string or NULL).
+        let q = unsafe { *argv.add(1) };
+        // SAFETY: as for entry 0.
+        (!q.is_null()).then(|| unsafe { CStr::from_ptr(q) }.to_bytes())
+    })
 }

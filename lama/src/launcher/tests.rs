@@ -16,14 +16,18 @@ fn ranks(places: &[(usize, &[u32])]) -> Vec<RankPlace> {
 
 #[test]
 fn daemons_are_known_by_program_name_only() {
-    assert_eq!(launcher_daemon(b"/usr/bin/orted"), Some("Open MPI's orted"));
-    assert_eq!(launcher_daemon(b"prted"), Some("Open MPI's prted"));
+    let none = || None;
     assert_eq!(
-        launcher_daemon(b"/usr/bin/hydra_pmi_proxy"),
+        launcher_daemon(b"/usr/bin/orted", none),
+        Some("Open MPI's orted")
+    );
+    assert_eq!(launcher_daemon(b"prted", none), Some("Open MPI's prted"));
+    assert_eq!(
+        launcher_daemon(b"/usr/bin/hydra_pmi_proxy", none),
         Some("MPICH's hydra_pmi_proxy")
     );
     assert_eq!(
-        launcher_daemon(b"/opt/venv/bin/hydra_bstrap_proxy"),
+        launcher_daemon(b"/opt/venv/bin/hydra_bstrap_proxy", none),
         Some("Intel MPI's hydra_bstrap_proxy")
     );
     for other in [
@@ -34,8 +38,24 @@ fn daemons_are_known_by_program_name_only() {
         "pmi_proxy",
         "",
     ] {
-        assert_eq!(launcher_daemon(other.as_bytes()), None, "{other}");
+        assert_eq!(launcher_daemon(other.as_bytes(), none), None, "{other}");
     }
+}
+
+#[test]
+fn a_flux_instance_is_known_by_its_command() {
+    let second = |a: &'static [u8]| move || Some(a);
+    for (argv0, argv1) in [
+        (&b"flux"[..], &b"start"[..]),
+        (b"/opt/flux/bin/flux", b"broker"),
+        (b"/usr/libexec/flux/cmd/flux-broker", b"--setattr=x"),
+    ] {
+        assert_eq!(launcher_daemon(argv0, second(argv1)), Some(FLUX_BROKER));
+    }
+    // Other flux commands are jobs like any other (a `flux run` inside an allocation's step).
+    assert_eq!(launcher_daemon(b"flux", second(b"run")), None);
+    assert_eq!(launcher_daemon(b"flux", || None), None);
+    assert!(daemon_note(FLUX_BROKER).contains("spans every CPU"));
 }
 
 #[test]
