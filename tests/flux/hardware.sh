@@ -64,6 +64,18 @@ hw_case "-N3 -n6 lama.map-by=numa lama.bind-to=core" "--map-by numa --bind-to co
 step_gpus=""; [ "$LAMA_FLUX_GPUS" -gt 0 ] || step_gpus="--step-gpus none"
 hw_case "-N3 -n6 lama.policy=auto" "--policy auto $step_gpus" -N3 -n6 -o lama.policy=auto
 
+# lama.nics: each task's nearest NIC (the 2x8x2 Intel has one InfiniBand HCA), as lama plan names it.
+if [ "$name" = 32em64t-2n8c2t-pci-normalio ]; then
+  timeout 120 "$flux" run --exclusive -N1 -n2 -o lama.map=scbnh -o lama.bind=1c -o lama.nics=1 -o userrc="$LAMA_FLUX_RC" \
+    sh -c 'echo T $FLUX_TASK_RANK ${LAMA_NICS:-none} ${UCX_NET_DEVICES:-none}' >"$work/out" 2>"$work/err"
+  got=$(awk '$1 == "T" {print $2, $3}' "$work/out" | sort -n)
+  want=$("$lama" plan --topology "$xml" --np 2 --map scbnh --bind 1c --nics 1 --format json |
+    python3 -c 'import json,sys; [print(r["rank"], ",".join(r["nics"])) for r in json.load(sys.stdin)["ranks"]]')
+  if [ -n "$got" ] && [ "$got" = "$want" ] && ! grep -q ' none$' "$work/out"; then
+    ok "declared $name: lama.nics=1: each task's LAMA_NICS is lama plan's ($(awk '{print $2}' <<<"$got" | paste -sd' ')), UCX_NET_DEVICES set"
+  else not_ok "declared $name: lama.nics=1" "got:" "$got" "want:" "$want" "$(cat "$work/out" "$work/err")"; fi
+fi
+
 if [ "$LAMA_FLUX_GPUS" -gt 0 ]; then
   # One -N3 -n6 job (options: $2) against `lama plan --np 2` of each node (options: $3): each
   # task's GPUs as lama plan names them and as Flux numbers them (cudaK is Flux's GPU K, PCI
@@ -111,6 +123,60 @@ for r in json.load(sys.stdin)["ranks"]:
   }
   slot_case "lama.policy=auto" "-o lama.policy=auto" ""
   slot_case "lama.policy=auto lama.threads=auto" "-o lama.policy=auto -o lama.threads=auto" "--threads auto"
+  # What Flux users ask of a placement (flux-core issues): one job each on one node, its tasks'
+  # lines "rank cpus gpus" against lama plan's JSON for the same request.
+  one_node() {
+    local opts=$1
+    timeout 120 "$flux" run --exclusive -N1 $opts -o userrc="$LAMA_FLUX_RC" sh -c \
+      'echo T $FLUX_TASK_RANK ${LAMA_CPUS:-none} ${CUDA_VISIBLE_DEVICES:-none}' >"$work/out" 2>"$work/err"
+    awk '$1 == "T" {print $2, $3, $4}' "$work/out" | sort -n
+  }
+  plan_json() {
+    "$lama" plan --topology "$xml" "$@" --format json | python3 -c 'import json,sys
+def runs(c):
+    c, out, i = sorted(c), [], 0
+    while i < len(c):
+        j = i
+        while j + 1 < len(c) and c[j + 1] == c[j] + 1: j += 1
+        out.append(str(c[i]) if i == j else "%d-%d" % (c[i], c[j])); i = j + 1
+    return ",".join(out)
+for r in json.load(sys.stdin)["ranks"]:
+    print(r["rank"], runs(r["cpus"]), ",".join(g[4:] for g in r["gpus"]) or "none")'
+  }
+  # #4622, #6965: GPUs paired with tasks by locality, not by index. #4723: more tasks than GPUs,
+  # every task still gets one, shared evenly (8 tasks, 4 GPUs: two each).
+  got=$(one_node "-n8 -o lama.policy=auto")
+  want=$(plan_json --np 8 --policy auto)
+  shares=$(awk '{print $3}' <<<"$got" | sort | uniq -c | awk '{print $1}' | sort -u | paste -sd,)
+  if [ -n "$got" ] && [ "$got" = "$want" ] && [ "$shares" = 2 ]; then
+    ok "declared $name: -n8 over 4 GPUs (flux-core #4723, #4622): every task gets its nearest GPU, two tasks each"
+    echo "# -n8 lama.policy=auto (rank cpus CUDA_VISIBLE_DEVICES): $(paste -sd';' <<<"$got")"
+  else not_ok "declared $name: more tasks than GPUs" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+  # #4525, #3069, #7212: -c that does not divide the node, on cores of two hardware threads:
+  # no core shared between tasks (this XML numbers core k's threads 8k and 8k+1), as lama plan
+  # --cpus-per-task 3 places them.
+  got=$(one_node "-n3 -c3 -o lama.policy=auto")
+  want=$(plan_json --np 3 --policy auto --cpus-per-task 3)
+  shared=$(while read -r r cpus _; do
+    python3 -c 'import sys
+for p in sys.argv[1].split(","):
+    a, _, b = p.partition("-"); b = b or a
+    for c in range(int(a), int(b) + 1): print(c // 8)' "$cpus" | sort -u
+  done <<<"$got" | sort | uniq -d)
+  if [ -n "$got" ] && [ "$got" = "$want" ] && [ -z "$shared" ]; then
+    ok "declared $name: -n3 -c3 on 8 cores of 2 threads (flux-core #4525, #3069, #7212): no core shared between tasks, as lama plan --cpus-per-task 3"
+    echo "# -n3 -c3 lama.policy=auto (rank cpus CUDA_VISIBLE_DEVICES): $(paste -sd';' <<<"$got")"
+  else not_ok "declared $name: -c3" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+  # lama.gpu-visibility=all: every GPU of the node, the task's nearest first.
+  got=$(one_node "-n2 -o lama.map=scbnh -o lama.bind=1c -o lama.gpus=1 -o lama.gpu-visibility=all")
+  want=$(plan_json --np 2 --map scbnh --bind 1c --gpus 1)
+  bad=""
+  while read -r r cpus cvd; do
+    first=$(awk -v r="$r" '$1 == r {print $3}' <<<"$want")
+    [ "${cvd%%,*}" = "$first" ] && [ "$(tr , '\n' <<<"$cvd" | sort | paste -sd,)" = 0,1,2,3 ] || bad+="task $r sees $cvd (nearest: $first); "
+  done <<<"$got"
+  if [ -n "$got" ] && [ -z "$bad" ]; then ok "declared $name: lama.gpu-visibility=all: each task sees every GPU, its nearest first ($(awk '{print $3}' <<<"$got" | paste -sd' '))"
+  else not_ok "declared $name: gpu-visibility=all" "$bad" "$got" "$(cat "$work/err")"; fi
   # More GPUs per task than the job has on its node: the job fails with the reason.
   timeout 120 "$flux" run -N1 -n1 -g1 -o lama.gpus=2 -o userrc="$LAMA_FLUX_RC" sh -c 'echo TASK-RAN' >"$work/out" 2>"$work/err"
   if ! grep -q TASK-RAN "$work/out" && grep -q 'job.exception.*GPU' "$work/err"; then
