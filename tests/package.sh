@@ -64,6 +64,24 @@ if [ $rc -ne 0 ] && grep -qF "invalid --lama-bind '2q'" <<<"$out"; then ok "inst
 else not_ok "installed plugin, bad option (rc $rc)" "$out"; fi
 contrib/sandbox.sh stop >/dev/null
 
+# The installed Flux plugin enabled as a site does it: its lua.d line uncommented, and a Flux
+# instance whose shells read /etc/flux/shell/initrc.lua (flux-core's own initrc, copied there
+# when missing: a shell sources lua.d/*.lua beside its initrc), no -o userrc. flux-core is the
+# test command's build (cached).
+flux_prefix=$(contrib/flux-build.sh 2>/dev/null)
+initrc=/etc/flux/shell/initrc.lua made_initrc=""
+cp "$luad" "$work/lama.lua.orig"
+sed -i 's/^-- plugin.load/plugin.load/' "$luad"
+[ -e "$initrc" ] || { cp "$flux_prefix/etc/flux/shell/initrc.lua" "$initrc"; made_initrc=1; }
+got=$(timeout 120 "$flux_prefix/bin/flux" start -Sconf.shell_initrc="$initrc" "$flux_prefix/bin/flux" run -n"$n" \
+  -o lama.map=csbnh -o lama.bind=1c sh -c 'echo "$FLUX_TASK_RANK 0 $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status) ${TASK_MAP:-none}"' 2>&1 | sort -n)
+want=$(/usr/bin/lama plan --this-machine --map csbnh --bind 1c --np "$n" | awk '/^  rank / {print $2, 0, $NF}')
+cp "$work/lama.lua.orig" "$luad"
+[ -z "$made_initrc" ] || rm -f "$initrc"
+if [ -n "$want" ] && [ "$(awk '{print $1, $2, $3}' <<<"$got")" = "$want" ] && ! grep -q ' none$' <<<"$got"; then
+  ok "installed Flux plugin, enabled in its lua.d file: a flux run -o lama.map job is bound as the installed lama plan says, with TASK_MAP, without -o userrc"
+else not_ok "installed Flux plugin through lua.d" "got:" "$got" "want:" "$want"; fi
+
 # Removal: every file the package installed is gone, but the conffile, which dpkg -r keeps as
 # the admin's configuration until purge.
 dpkg -r lama-slurm >"$work/remove.log" 2>&1
