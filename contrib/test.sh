@@ -66,6 +66,10 @@ for p in "${prefixes[@]}"; do includes+=("$p/include"); done
 tests/headers.sh "$plugins" "${includes[@]}" | tee -a "$log"
 cargo build --quiet -p lama-cli
 
+# flux-core (built once, cached) and the Flux plugin: Flux inside an allocation is a cluster test.
+flux_prefix=$(contrib/flux-build.sh)
+cargo build --quiet -p lama-flux
+
 # Each release's cluster tests load the plugin built against that release's headers; the
 # plugin of another tested release must be refused.
 version_of() { contrib/slurm-version.sh "$1"; }
@@ -100,6 +104,7 @@ for r in "${releases[@]}"; do
     tests/slurm/configs.sh target/debug/lama "$plugin" $other
     tests/slurm/mpi.sh target/debug/lama "$plugin"
     tests/slurm/launchers.sh target/debug/lama "$plugin"
+    tests/slurm/flux.sh target/debug/lama "$plugin" target/debug/liblama_flux.so "$flux_prefix"
     tests/slurm/policy.sh target/debug/lama "$plugin"
     tests/slurm/docs.sh target/debug/lama "$plugin"
     tests/slurm/faults.sh target/debug/lama "$plugin"
@@ -113,8 +118,6 @@ echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes, hardware thr
 tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
 
 echo "== the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh)"
-flux_prefix=$(contrib/flux-build.sh)
-cargo build --quiet -p lama-flux
 tests/flux/plugin.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
 tests/flux/hardware.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
 tests/flux/shapes.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
