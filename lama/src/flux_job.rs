@@ -303,6 +303,18 @@ pub fn scheme_map(
         };
         which.push(i);
     }
+    // A node that cannot hold one task's binding would be left without a task: say which.
+    for (n, &i) in which.iter().enumerate() {
+        let held = models[i].1.objects(req.bind.level).len();
+        if held < req.bind.width as usize {
+            return Err(layout(format!(
+                "--taskmap=lama:{map} binds each task to {} {} object(s), but node {n} has {held} (Flux gave the job cores {} there), so it could hold no task; bind narrower, or leave that node out",
+                req.bind.width,
+                req.bind.level.name(),
+                cores[n]
+            )));
+        }
+    }
     let refs: Vec<&NodeTopology> = which.iter().map(|&i| &models[i].1).collect();
     let p = plan(&refs, &req)?;
     let assignment: Vec<u32> = p.placements().iter().map(|pl| pl.node).collect();

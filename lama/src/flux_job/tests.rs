@@ -131,6 +131,19 @@ mod on_hwloc {
             .unwrap_err()
             .to_string();
         assert!(e.contains("oversubscribed") || e.contains("only"), "{e}");
+        // Two cores per task: the one-core node could hold none, and the error names it.
+        let two = Options {
+            bind: Some("2c".into()),
+            ..Options::default()
+        };
+        let current = r#"{"version":1,"map":[[0,3,1,1]]}"#;
+        let e = scheme_map(current, "ncsbh", &topo, &cores, &Settings::default(), &two)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("but node 1 has 1 (Flux gave the job cores 0 there)"),
+            "{e}"
+        );
     }
 
     #[test]
