@@ -158,7 +158,7 @@ step_case "--lama-policy=auto --lama-mem=local -n8 --exclusive (one hardware thr
   "-n8 --exclusive --lama-policy=auto --lama-mem=local" "--np 8 --policy auto" ", pages bound to its NUMA node"
 
 # --- a step on both sockets, beside another job --------------------------------------------
-hog=$(sbatch --parsable -n1 -c2 --wrap 'sleep 600')
+hog=$(sbatch --parsable -o /dev/null -n1 -c2 --wrap 'sleep 600')
 for _ in $(seq 100); do [ "$(squeue -h -j "$hog" -o %T)" = RUNNING ] && break; sleep 0.5; done
 out=$(run -n3 -c2 bash -c 'cat /sys/fs/cgroup$(sed "s/^0:://; s|/user/task_.*||" /proc/self/cgroup)/cpuset.cpus.effective' 2>&1 | sort -u)
 spans=$(expand "$out" | tr , '\n' | awk -v s=0 '{ if ($1 < 4) a = 1; else b = 1 } END { print a + b }')
@@ -229,7 +229,7 @@ gpu_case() {
   else not_ok "[guest, Slurm $release] $name" "$bad" "Slurm's CUDA_VISIBLE_DEVICES: $slurm" "$out"; fi
 }
 # Another job holds GPU 0, so the step gets GPUs 1 and 2, one on each package.
-hog=$(sbatch --parsable -n1 -c2 --gres=gpu:1 --wrap 'sleep 600')
+hog=$(sbatch --parsable -o /dev/null -n1 -c2 --gres=gpu:1 --wrap 'sleep 600')
 for _ in $(seq 100); do [ "$(squeue -h -j "$hog" -o %T)" = RUNNING ] && break; sleep 0.5; done
 gpu="-n2 --ntasks-per-socket=1 -c2 --gres=gpu:2 --lama-map=scbnh --lama-bind=1c --lama-gpus=1"
 gpu_case "beside a job holding GPU 0, --gres=gpu:2 --lama-gpus=1" "$gpu"

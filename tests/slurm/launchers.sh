@@ -162,7 +162,7 @@ use_mpi none
 # Under ConstrainCores, Open MPI 5's daemon counts only the job's CPUs: with CPU 0 of every node
 # held by another job, this job's CPU 1 is slot 0 (slot 1 names nothing and is refused).
 cluster LAMA_SANDBOX_CGROUP=1
-hog=$(sbatch --parsable -N3 -n3 --wrap 'sleep 120')
+hog=$(sbatch --parsable -o /dev/null -N3 -n3 --wrap 'sleep 120')
 for _ in $(seq 50); do [ "$(squeue -h -j "$hog" -o %T)" = RUNNING ] && break; sleep 0.2; done
 use_mpi ompi5
 timeout -s KILL 120 salloc -N3 -n3 env "${lib_env[@]}" bash -c \
