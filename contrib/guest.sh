@@ -11,7 +11,8 @@
 #        contrib/guest.sh ssh RUN CMD...        run CMD in the guest as root
 #        contrib/guest.sh stop RUN              power it off (then kill qemu), remove RUN's overlay
 # Environment: LAMA_GUEST_CACHE (where images live, default /var/cache/lama/guest),
-#   LAMA_GUEST_ACCEL (kvm or tcg; default: kvm when /dev/kvm boots a guest, else tcg),
+#   LAMA_GUEST_ACCEL (kvm or tcg; default: kvm when qemu starts with /dev/kvm and the guest
+#   boots in 2 minutes, else tcg),
 #   LAMA_GUEST_PORT (the first host port to try for the guest's ssh, default 2222).
 #
 # /dev/kvm may exist and still not boot Debian's kernel (a nested PVM device fails on
@@ -103,13 +104,14 @@ start() {
     i=$((i + 1))
   done
   qemu-img create -q -f qcow2 -F raw -b "$image/rootfs.ext4" "$run/overlay.qcow2"
-  accel=${LAMA_GUEST_ACCEL:-}
-  if [ -z "$accel" ]; then
+  # KVM when asked for, or by default when /dev/kvm is there and qemu stays up with it.
+  accel=${LAMA_GUEST_ACCEL:-auto}
+  if [ "$accel" != tcg ] && { [ "$accel" = kvm ] || [ -w /dev/kvm ]; } && qemu_up "$run" kvm "${shares[@]}"; then
+    accel=kvm
+  else
     accel=tcg
-    [ -w /dev/kvm ] && qemu_up "$run" kvm "${shares[@]}" && accel=kvm
+    qemu_up "$run" tcg "${shares[@]}" || die "qemu did not start: $(cat "$run/qemu-tcg.err")"
   fi
-  [ "$accel" = kvm ] && [ -f "$run/qemu.pid" ] && kill -0 "$(cat "$run/qemu.pid")" 2>/dev/null ||
-    { accel=tcg; qemu_up "$run" tcg "${shares[@]}" || die "qemu did not start: $(cat "$run/qemu-tcg.err")"; }
   echo "$accel" > "$run/accel"
   local started=$(date +%s) limit=$([ "$accel" = kvm ] && echo 120 || echo 600)
   until ssh_to "$run" true 2>/dev/null; do

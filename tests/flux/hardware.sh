@@ -100,6 +100,20 @@ if [ "$LAMA_FLUX_GPUS" -gt 0 ]; then
   gpu_case "lama.gpus=1" "-o lama.map=csbnh -o lama.gpus=1" "--map csbnh --gpus 1"
   # The policy shares the node's four GPUs out.
   gpu_case "lama.policy=auto" "-o lama.policy=auto" "--policy auto"
+  # lama plan's JSON for the node as "rank cpus gpus threads" lines (CPUs as a cpulist, GPUs as
+  # Flux numbers them, or none).
+  plan_json() {
+    "$lama" plan --topology "$xml" "$@" --format json | python3 -c 'import json,sys
+def runs(c):
+    c, out, i = sorted(c), [], 0
+    while i < len(c):
+        j = i
+        while j + 1 < len(c) and c[j + 1] == c[j] + 1: j += 1
+        out.append(str(c[i]) if i == j else "%d-%d" % (c[i], c[j])); i = j + 1
+    return ",".join(out)
+for r in json.load(sys.stdin)["ranks"]:
+    print(r["rank"], runs(r["cpus"]), ",".join(g[4:] for g in r["gpus"]) or "none", r.get("threads", "-"))'
+  }
   # `flux run -c N` under the policy: each task's workers are N, as srun's -c N is under Slurm
   # (lama plan --cpus-per-task N), with and without lama.threads=auto; not Flux's cores per slot
   # of the exclusive job's R, which would count the whole node.
@@ -107,15 +121,7 @@ if [ "$LAMA_FLUX_GPUS" -gt 0 ]; then
     local what=$1 job_opts=$2 plan_opts=$3 want got
     timeout 120 "$flux" run --exclusive -N1 -n2 -c4 -g1 $job_opts -o userrc="$LAMA_FLUX_RC" sh -c \
       'echo T $FLUX_TASK_RANK ${LAMA_CPUS:-none} ${OMP_NUM_THREADS:-none}' >"$work/out" 2>"$work/err"
-    want=$("$lama" plan --topology "$xml" --np 2 --policy auto --cpus-per-task 4 $plan_opts --format json |
-      python3 -c 'import json,sys
-for r in json.load(sys.stdin)["ranks"]:
-    c = sorted(r["cpus"]); out, i = [], 0
-    while i < len(c):
-        j = i
-        while j + 1 < len(c) and c[j + 1] == c[j] + 1: j += 1
-        out.append(str(c[i]) if i == j else "%d-%d" % (c[i], c[j])); i = j + 1
-    print(r["rank"], ",".join(out), r["threads"])')
+    want=$(plan_json --np 2 --policy auto --cpus-per-task 4 $plan_opts | awk '{print $1, $2, $4}')
     got=$(awk '$1 == "T" {print $2, $3, $4}' "$work/out" | sort -n)
     if [ -n "$got" ] && [ "$got" = "$want" ]; then
       ok "declared $name: flux run -n2 -c4 -g1 $what: each task's CPUs and OMP_NUM_THREADS are lama plan --cpus-per-task 4's ($(awk '{print $3}' <<<"$got" | paste -sd' ') threads)"
@@ -131,22 +137,10 @@ for r in json.load(sys.stdin)["ranks"]:
       'echo T $FLUX_TASK_RANK ${LAMA_CPUS:-none} ${CUDA_VISIBLE_DEVICES:-none}' >"$work/out" 2>"$work/err"
     awk '$1 == "T" {print $2, $3, $4}' "$work/out" | sort -n
   }
-  plan_json() {
-    "$lama" plan --topology "$xml" "$@" --format json | python3 -c 'import json,sys
-def runs(c):
-    c, out, i = sorted(c), [], 0
-    while i < len(c):
-        j = i
-        while j + 1 < len(c) and c[j + 1] == c[j] + 1: j += 1
-        out.append(str(c[i]) if i == j else "%d-%d" % (c[i], c[j])); i = j + 1
-    return ",".join(out)
-for r in json.load(sys.stdin)["ranks"]:
-    print(r["rank"], runs(r["cpus"]), ",".join(g[4:] for g in r["gpus"]) or "none")'
-  }
   # #4622, #6965: GPUs paired with tasks by locality, not by index. #4723: more tasks than GPUs,
   # every task still gets one, shared evenly (8 tasks, 4 GPUs: two each).
   got=$(one_node "-n8 -o lama.policy=auto")
-  want=$(plan_json --np 8 --policy auto)
+  want=$(plan_json --np 8 --policy auto | cut -d" " -f1-3)
   shares=$(awk '{print $3}' <<<"$got" | sort | uniq -c | awk '{print $1}' | sort -u | paste -sd,)
   if [ -n "$got" ] && [ "$got" = "$want" ] && [ "$shares" = 2 ]; then
     ok "declared $name: -n8 over 4 GPUs (flux-core #4723, #4622): every task gets its nearest GPU, two tasks each"
@@ -156,7 +150,7 @@ for r in json.load(sys.stdin)["ranks"]:
   # no core shared between tasks (this XML numbers core k's threads 8k and 8k+1), as lama plan
   # --cpus-per-task 3 places them.
   got=$(one_node "-n3 -c3 -o lama.policy=auto")
-  want=$(plan_json --np 3 --policy auto --cpus-per-task 3)
+  want=$(plan_json --np 3 --policy auto --cpus-per-task 3 | cut -d" " -f1-3)
   shared=$(while read -r r cpus _; do
     python3 -c 'import sys
 for p in sys.argv[1].split(","):
@@ -169,7 +163,7 @@ for p in sys.argv[1].split(","):
   else not_ok "declared $name: -c3" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
   # lama.gpu-visibility=all: every GPU of the node, the task's nearest first.
   got=$(one_node "-n2 -o lama.map=scbnh -o lama.bind=1c -o lama.gpus=1 -o lama.gpu-visibility=all")
-  want=$(plan_json --np 2 --map scbnh --bind 1c --gpus 1)
+  want=$(plan_json --np 2 --map scbnh --bind 1c --gpus 1 | cut -d" " -f1-3)
   bad=""
   while read -r r cpus cvd; do
     first=$(awk -v r="$r" '$1 == r {print $3}' <<<"$want")
