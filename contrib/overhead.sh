@@ -10,6 +10,8 @@
 #   lama      A, lama places and binds on top of task/affinity: --lama-map=csbnh --lama-bind=1c
 #             (--cpu-bind=none)
 #   slurm     A, Slurm's own binding of the same shape: --cpu-bind=cores, no plugin
+#   auto      A, lama's automatic policy: --lama-policy=auto (--cpu-bind=none)
+#   mem       A, the policy with memory binding: --lama-policy=auto --lama-mem=local
 #   bare      B, no plugin: a cluster without task/affinity (what task/affinity itself costs)
 #   site      B, lama places and binds: --lama-map=csbnh --lama-bind=1c
 # For each step shape it prints each kind's median wall time, the median of the per-round
@@ -62,8 +64,9 @@ allocate() {
   SLURM_CONF=$1/slurm.conf salloc --no-shell -N3 -n"$2" 2>&1 | awk '/Granted job allocation/ {print $NF}'
 }
 read -r -a kinds <<<"${LAMA_OVERHEAD_KINDS:-none noop taskmap lama slurm bare site}"
+has_mem=0; [[ " ${kinds[*]} " == *" mem "* ]] && has_mem=1
 for k in "${kinds[@]}"; do
-  case $k in none|noop|taskmap|lama|slurm|bare|site) ;; *) echo "overhead: unknown kind '$k' in LAMA_OVERHEAD_KINDS; valid: none noop taskmap lama slurm bare site" >&2; exit 2 ;; esac
+  case $k in none|noop|taskmap|lama|slurm|bare|site|auto|mem) ;; *) echo "overhead: unknown kind '$k' in LAMA_OVERHEAD_KINDS; valid: none noop taskmap lama slurm bare site auto mem" >&2; exit 2 ;; esac
 done
 for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
   ja=$(allocate $a "$n") jb=$(allocate $b "$n")
@@ -76,6 +79,8 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
       taskmap) line="required $plugin" args=(--cpu-bind=none) ;;
       lama) line="required $plugin" args=(--cpu-bind=none --lama-map=csbnh --lama-bind=1c) ;;
       slurm) args=(--cpu-bind=cores) ;;
+      auto) line="required $plugin" args=(--cpu-bind=none --lama-policy=auto) ;;
+      mem) line="required $plugin" args=(--cpu-bind=none --lama-policy=auto --lama-mem=local) ;;
       bare) dir=$b job=$jb ;;
       site) dir=$b job=$jb line="required $plugin" args=(--lama-map=csbnh --lama-bind=1c) ;;
     esac
@@ -99,13 +104,17 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
         --lama-bind=1c --lama-verbose true 2>&1 | sed -n 's/.*\(node placed in .*\)/A \1/p' || true
       SLURM_CONF=$b/slurm.conf srun --jobid="$jb" -N3 -n"$n" --lama-map=csbnh --lama-bind=1c \
         --lama-verbose true 2>&1 | sed -n 's/.*\(node placed in .*\)/B \1/p' || true
+      if [ "$has_mem" = 1 ]; then
+        SLURM_CONF=$a/slurm.conf srun --jobid="$ja" -N3 -n"$n" --cpu-bind=none --lama-policy=auto \
+          --lama-mem=local --lama-verbose true 2>&1 | sed -n 's/.*\(node placed in .*\)/M \1/p' || true
+      fi
     done
   } > "$out" 2>&1
   SLURM_CONF=$a/slurm.conf scancel "$ja"
   SLURM_CONF=$b/slurm.conf scancel "$jb"
   if grep -q FAILED "$out"; then grep FAILED "$out" >&2; exit 1; fi
   awk -v n="$n" -f "$stats" -f /dev/stdin "$out" <<'AWK'
-    /^(none|noop|taskmap|lama|slurm|bare|site) [0-9]+$/ { k = $1; c[k]++; v[k, c[k]] = $2 / 1000 }
+    /^(none|noop|taskmap|lama|slurm|bare|site|auto|mem) [0-9]+$/ { k = $1; c[k]++; v[k, c[k]] = $2 / 1000 }
     /node placed in/ { cl = $1; pn[cl]++; pt[cl, pn[cl]] = $5 + 0; pl[cl, pn[cl]] = $0 }
     function row(k, what, against) {
       if (!c[k]) return
@@ -118,8 +127,8 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
     }
     END {
       printf "srun -N3 -n%d true (ms per step, median; ratio: median of per-round ratios [95%% interval])\n", n
-      split("none noop taskmap lama slurm bare site", ks, " ")
-      for (x = 1; x <= 7; x++) { k = ks[x]; m = c[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]; sort(a, m); med[k] = median(a, m) }
+      split("none noop taskmap lama slurm bare site auto mem", ks, " ")
+      for (x = 1; x <= 9; x++) { k = ks[x]; m = c[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]; sort(a, m); med[k] = median(a, m) }
       print "  cluster A, TaskPlugin=task/affinity:"
       row("none", "no plugin, --cpu-bind=none", "")
       row("noop", "a SPANK plugin that does nothing", "none")
@@ -128,17 +137,19 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
       row("lama", "lama csbnh 1c on top of task/affinity", "none")
       row("slurm", "Slurm binds: --cpu-bind=cores", "none")
       pair("lama against Slurm binding, both on task/affinity", "lama", "slurm")
+      row("auto", "lama --lama-policy=auto", "slurm")
+      row("mem", "lama --lama-policy=auto --lama-mem=local", "auto")
       print "  cluster B, TaskPlugin=task/none, lama is the binder:"
       row("bare", "no plugin, no binding", "none")
       row("site", "lama csbnh 1c", "slurm")
       # A plugin that is not lama (LAMA_OVERHEAD_PLUGIN=a floor plugin) reports nothing.
-      if (!pn["A"] && !pn["B"]) print "  plugin per node: no --lama-verbose report from the plugin under test"
-      for (x = 1; x <= 2; x++) {
-        cl = substr("AB", x, 1); m = pn[cl]; if (!m) continue
+      if (!pn["A"] && !pn["B"] && !pn["M"]) print "  plugin per node: no --lama-verbose report from the plugin under test"
+      for (x = 1; x <= 3; x++) {
+        cl = substr("ABM", x, 1); m = pn[cl]; if (!m) continue
         for (i = 1; i <= m; i++) a[i] = pt[cl, i]
         sort(a, m); md = a[int((m + 1) / 2)]
         for (i = 1; i <= m && pt[cl, i] != md; i++) ;
-        printf "  plugin per node, cluster %s (--lama-verbose, %d nodes): median %.2f ms [min %.2f, max %.2f]; the median node: %s\n", cl, m, md, a[1], a[m], substr(pl[cl, i], 3)
+        printf "  plugin per node, %s (--lama-verbose, %d nodes): median %.2f ms [min %.2f, max %.2f]; the median node: %s\n", (cl == "M" ? "cluster A, --lama-policy=auto --lama-mem=local" : "cluster " cl), m, md, a[1], a[m], substr(pl[cl, i], 3)
       }
     }
 AWK

@@ -7,10 +7,13 @@
 #   rust   a Rust plugin that does nothing but catch panics, linked as lama is (GCC's unwinder
 #          built in, -z nodelete): what any Rust SPANK plugin costs, the floor under lama's own
 #   lama   this tree's release plugin without options (TASK_MAP only)
-# and prints the median microseconds of each phase. Each probe hit costs a few microseconds
+#   place  the same plugin placing and binding (--lama-map=csbnh --lama-bind=1c)
+#   slurm  no plugin, Slurm's own binding (--cpu-bind=cores): what placement is compared with
+# and prints the median microseconds of each phase, and each kind's median wall time per step. Each probe hit costs a few microseconds
 # itself, the same in every kind: compare kinds, not absolute figures.
 # Needs root and perf. Usage: contrib/bench/spank-phases.sh [STEPS]   (default 100 per kind;
-#   LAMA_SLURM_PREFIX=PREFIX measures a Slurm built by contrib/slurm-build.sh)
+#   LAMA_SLURM_PREFIX=PREFIX measures a Slurm built by contrib/slurm-build.sh;
+#   LAMA_PHASES_KINDS="none slurm place" measures only those kinds)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 top=$PWD
@@ -75,21 +78,26 @@ for f in spank_init spank_user spank_user_task spank_fini; do
   perf probe -q -x "$libslurm" -a "$f" -a "$f%return"
 done
 perf probe -q -x "$libc" -a dlopen -a 'dlopen%return'
-for kind in none noop rust lama; do
+read -r -a kinds <<<"${LAMA_PHASES_KINDS:-none noop rust lama place slurm}"
+for kind in "${kinds[@]}"; do
+  args=(--cpu-bind=none)
   case $kind in
     none) line="" ;;
     noop) line="required $work/noop.so" ;;
     rust) line="required $work/rust/target/release/libfloor.so" ;;
     lama) line="required $top/target/release/liblama_spank.so" ;;
+    place) line="required $top/target/release/liblama_spank.so" args=(--cpu-bind=none --lama-map=csbnh --lama-bind=1c) ;;
+    slurm) line="" args=(--cpu-bind=cores) ;;
+    *) echo "spank-phases: unknown kind '$kind'; valid: none noop rust lama place slurm" >&2; exit 2 ;;
   esac
   echo "$line" > "$dir/plugstack.conf"
-  srun --jobid="$job" -N3 -n3 true   # warm up
+  srun --jobid="$job" -N3 -n3 "${args[@]}" true   # warm up
   perf record -q -a -e 'probe_libslurmfull:*' -e 'probe_libc:*' -o "$work/$kind.data" -- \
-    bash -c "for i in \$(seq $steps); do srun --jobid=$job -N3 -n3 true; done" >/dev/null 2>&1
+    bash -c "for i in \$(seq $steps); do s=\$(date +%s%N); srun --jobid=$job -N3 -n3 ${args[*]} true; echo wall \$(( (\$(date +%s%N) - s) / 1000 )); done" >"$work/$kind.wall" 2>&1
   perf script -i "$work/$kind.data" -F comm,pid,time,event 2>/dev/null > "$work/$kind.txt"
 done
 echo "SPANK phases, median microseconds per process, $steps steps of srun -N3 -n3 true per kind"
-python3 - "$work"/{none,noop,rust,lama}.txt <<'EOF'
+python3 - $(for k in "${kinds[@]}"; do echo "$work/$k.txt"; done) <<'EOF'
 import collections, re, statistics, sys
 kinds = [p.rsplit('/', 1)[1][:-4] for p in sys.argv[1:]]
 phases = ['spank_init', '  dlopen', 'spank_user', 'spank_user_task', 'spank_fini']
@@ -122,4 +130,9 @@ for comm in ('srun', 'slurmstepd'):
         row = [res.get((comm, ph, k)) for k in kinds]
         if any(row):
             print(f"{comm:11s} {ph:16s}" + ''.join(f"{statistics.median(v):8.0f}" if v else f"{'-':>8s}" for v in row))
+walls = []
+for path in sys.argv[1:]:
+    w = [int(l.split()[1]) for l in open(path[:-4] + '.wall') if l.startswith('wall ')]
+    walls.append(statistics.median(w) if w else 0)
+print(f"{'step':11s} {'wall (srun)':16s}" + ''.join(f"{w:8.0f}" for w in walls))
 EOF

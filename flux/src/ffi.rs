@@ -45,6 +45,8 @@ const ARG_OUT: c_int = 1;
 
 /// `FLUX_SHELL_WARN`.
 pub const WARN: c_int = 4;
+/// `FLUX_SHELL_DEBUG`: shown with `flux run -o verbose`.
+pub const DEBUG: c_int = 6;
 
 extern "C" {
     fn flux_plugin_set_name(p: *mut RawPlugin, name: *const c_char) -> c_int;

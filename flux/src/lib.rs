@@ -19,7 +19,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
-use lama::flux_job::{flux_words, settings, user_options};
+use lama::flux_job::{cache_folder, flux_words, settings, user_options};
 use lama::slurm_step::{GpuVisibility, Options, Placing, Settings, ThreadRequest};
 
 /// A line on a task's stderr, bounded like every log line (`lama::quote`).
@@ -52,6 +52,8 @@ struct Config {
     visibility: GpuVisibility,
     /// Flux's `cpu-affinity` setting the user gave, which lama's placement replaces.
     replaced_affinity: Option<String>,
+    /// Where this shell keeps the topologies it read (`cache=`, the user's own by default).
+    cache: Option<std::path::PathBuf>,
 }
 
 /// The job as this shell sees it: its config, then what `shell.init` decided.
@@ -128,6 +130,7 @@ fn init(plugin: Plugin) -> Result<(), String> {
     }
     let exports = settings.taskmap && !user.off;
     let config = Config {
+        cache: cache_folder(&settings, affinity::user_id()),
         settings,
         user,
         placing,

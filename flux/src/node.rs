@@ -4,13 +4,14 @@
 
 use std::time::{Duration, Instant};
 
+use lama::cache::{self, Writer};
 use lama::environ::{exec_limit, own_stack_limit, ExecSize, Group};
 use lama::flux_job::{
     cores_per_node, cores_per_slot, flux_words, given_gpus, scheme_map, RankInfo,
 };
-use lama::hwloc::memory::Memory;
 use lama::idset::format_list;
 use lama::locality::{AllowedGpus, Locality, Weights};
+use lama::memory::local_nodes;
 use lama::openmp::plan_threads;
 use lama::policy::gpus_of;
 use lama::slurm_step::{
@@ -31,6 +32,9 @@ pub const TASK_MAP_INSTEAD: &str =
 pub struct Placed {
     pub binding: TaskBinding,
     pub groups: Vec<Group>,
+    /// `lama.mem=local`: the NUMA nodes local to its CPUs (bound unless `topology=FILE`, where
+    /// they are only named).
+    pub mems: Option<Vec<u32>>,
 }
 
 /// This node's decisions, used by each task.
@@ -47,8 +51,6 @@ pub struct Node {
     pub tasks: Vec<Placed>,
     /// False with `topology=FILE`: CPUs are computed and exported, not bound.
     pub bind: bool,
-    /// The node's NUMA nodes, for `lama.mem=local` (loaded before the tasks fork).
-    pub memory: Option<Memory>,
     /// What the automatic policy chose on this node, for `lama.verbose`.
     pub policy: Option<String>,
     pub verbose: bool,
@@ -130,7 +132,6 @@ impl Node {
             manage_taskmap: config.settings.taskmap && !config.user.off,
             tasks: Vec::new(),
             bind: config.settings.topology.is_none(),
-            memory: None,
             policy: None,
             verbose: config.settings.verbose || config.user.verbose,
             omp_kept: Vec::new(),
@@ -192,12 +193,8 @@ impl Node {
                 return Err("internal error: lama was to place this job, but its options ask for no placement (a bug in lama)".into())
             }
         };
-        let (topo, loc) = topology(shell, config)?;
-        phase(if self.bind {
-            "topology (hwloc)"
-        } else {
-            "topology from its file (hwloc)"
-        });
+        let (topo, loc, source) = topology(shell, config)?;
+        phase(source);
         let cpus = cores_to_cpus(&topo, &own.cores, None).map_err(|e| e.to_string())?;
         let cpus = if self.bind {
             usable_cpus(cpus, &affinity::allowed()?).map_err(|e| e.to_string())?
@@ -225,16 +222,26 @@ impl Node {
             self.openmp(shell, config, &topo, &tasks, auto.is_some(), &mut groups)?;
             phase("OpenMP places");
         }
+        let mut mems = Vec::new();
         if config.mem {
-            let memory =
-                Memory::load(config.settings.topology.as_deref()).map_err(|e| e.to_string())?;
-            for (task, g) in tasks.iter().zip(&mut groups) {
+            // hwloc leaves the nodes this cgroup may not use out of the machine it loads.
+            let allowed = if self.bind {
+                Some(
+                    affinity::allowed_mems()
+                        .map_err(|e| format!("cannot read the NUMA nodes this job may use: {e}"))?,
+                )
+            } else {
+                None
+            };
+            mems = tasks
+                .iter()
+                .map(|t| local_nodes(loc.numa(), &t.cpus, allowed.as_deref()))
+                .collect();
+            for (nodes, g) in mems.iter().zip(&mut groups) {
                 if let Some(cpus) = g.first_mut() {
-                    cpus.vars
-                        .push(("LAMA_MEMS".into(), format_list(&memory.nodes(&task.cpus))));
+                    cpus.vars.push(("LAMA_MEMS".into(), format_list(nodes)));
                 }
             }
-            self.memory = Some(memory);
             phase("memory");
         }
         let auto_gpus = auto
@@ -244,10 +251,15 @@ impl Node {
             devices(config, &loc, own, &tasks, auto, &mut groups)?;
             phase("devices");
         }
+        let mut mems = mems.into_iter();
         self.tasks = tasks
             .into_iter()
             .zip(groups)
-            .map(|(binding, groups)| Placed { binding, groups })
+            .map(|(binding, groups)| Placed {
+                binding,
+                groups,
+                mems: mems.next(),
+            })
             .collect();
         Ok(())
     }
@@ -328,19 +340,61 @@ impl Node {
     }
 }
 
-/// The node's topology and devices: `topology=FILE` from the conf, else the shell's copy of its
-/// node's hwloc XML. Flux counts cores over the whole node, as Slurm does.
-fn topology(shell: Shell, config: &Config) -> Result<(NodeTopology, Locality), String> {
-    match &config.settings.topology {
-        Some(path) => NodeTopology::from_xml_file_with_devices(path, true),
-        None => {
-            let xml = shell
+/// The node's topology and devices from its hwloc XML (`topology=FILE` from the conf, else the
+/// shell's copy of its node's XML), and where they came from. Every job's shell is a new
+/// process, and hwloc parses a large node's XML in milliseconds: the shell keeps what it read
+/// in its user's cache folder, named by the XML's content, so that the next job on the node
+/// with the same XML reads a few kB instead. Flux counts cores over the whole node, as Slurm
+/// does.
+fn topology(
+    shell: Shell,
+    config: &Config,
+) -> Result<(NodeTopology, Locality, &'static str), String> {
+    let (name, xml) = match &config.settings.topology {
+        Some(path) => (
+            path.display().to_string(),
+            lama::limits::read_text(path, lama::limits::MAX_XML_BYTES)
+                .map_err(|e| format!("cannot load topology {}: {e}", path.display()))?,
+        ),
+        None => (
+            "this node's hwloc XML".to_string(),
+            shell
                 .hwloc_xml()
-                .ok_or("the shell has no hwloc XML of its node")?;
-            NodeTopology::from_xml_text_with_devices("this node's hwloc XML", &xml, true)
+                .ok_or("the shell has no hwloc XML of its node")?,
+        ),
+    };
+    let writer = Writer::User(affinity::user_id());
+    let file = config
+        .cache
+        .as_ref()
+        .map(|d| d.join(format!("xml-{}.json", cache::xml_key(xml.as_bytes()))));
+    // A missing file is the first job with this XML; anything else found there is reported.
+    if let Some(f) = file.as_ref().filter(|f| f.symlink_metadata().is_ok()) {
+        match cache::read(f, true, writer).map(|n| (n.topology, n.locality)) {
+            Ok((topo, Some(loc))) => return Ok((topo, loc, "topology from the cache")),
+            Ok(_) => {}
+            Err(e) => ffi::log(
+                ffi::DEBUG,
+                &format!("lama: {e}; reading the XML with hwloc"),
+            ),
         }
     }
-    .map_err(|e| e.to_string())
+    let (topo, loc) =
+        NodeTopology::from_xml_text_with_devices(&name, &xml, true).map_err(|e| e.to_string())?;
+    if let Some(f) = &file {
+        let saved = match f.parent() {
+            Some(dir) => cache::prepare_folder(dir, writer),
+            None => Ok(()),
+        }
+        .and_then(|_| cache::write(f, &topo, &loc, writer));
+        if let Err(e) = saved {
+            ffi::log(
+                ffi::DEBUG,
+                &format!("lama: cannot keep the topology for the next job: {e}"),
+            );
+        }
+    }
+    Ok((topo, loc, "topology (hwloc)"))
 }
 
 /// `taskmap.lama`: every shell computes the same new map from the job's cores per node, taking
@@ -356,7 +410,7 @@ pub fn scheme(plugin: Plugin, args: &Args, config: &Config) -> Result<(), String
     // Not the rank info: the shell would keep its answer, which describes the old map.
     let info = shell_info(shell)?;
     let cores = cores_per_node(info.get("R").ok_or("the shell's info has no R")?)?;
-    let (topo, _) = topology(shell, config)?;
+    let (topo, _, _) = topology(shell, config)?;
     let map = scheme_map(
         &current,
         &value,

@@ -16,10 +16,10 @@ fn node(c: &mut Criterion) {
     let file = &uv.file;
 
     c.bench_function("UV cache read, topology only", |b| {
-        b.iter(|| cache::read(black_box(file), false).expect("read"))
+        b.iter(|| cache::read(black_box(file), false, cache::Writer::Root).expect("read"))
     });
     c.bench_function("UV cache read, with devices", |b| {
-        b.iter(|| cache::read(black_box(file), true).expect("read"))
+        b.iter(|| cache::read(black_box(file), true, cache::Writer::Root).expect("read"))
     });
 
     let vars = [
@@ -47,7 +47,7 @@ fn node(c: &mut Criterion) {
         "UV per node: cache, step CPUs, place 192 tasks csbnh 1c",
         |b| {
             b.iter(|| {
-                let n = cache::read(black_box(file), false).expect("read");
+                let n = cache::read(black_box(file), false, cache::Writer::Root).expect("read");
                 uv.place(&n)
             })
         },
@@ -57,7 +57,7 @@ fn node(c: &mut Criterion) {
     // with every task's variables, and the choice alone, which a GPU step's every `task_init`
     // makes again with the GPUs Slurm wrote into that task's environment.
     let user_init = || {
-        let n = cache::read(black_box(file), true).expect("read");
+        let n = cache::read(black_box(file), true, cache::Writer::Root).expect("read");
         let tasks = uv.place(&n);
         let loc = n.locality.expect("devices");
         let chosen = Uv::choose(&loc, &tasks);
@@ -78,7 +78,7 @@ fn node(c: &mut Criterion) {
             })
         },
     );
-    let n = cache::read(file, true).expect("read");
+    let n = cache::read(file, true, cache::Writer::Root).expect("read");
     let tasks = uv.place(&n);
     let loc = n.locality.expect("devices");
     c.bench_function("UV choosing a NIC for each of 192 placed tasks", |b| {

@@ -38,7 +38,7 @@ fn round(uv: &Uv, nics: bool) -> usize {
 
 #[inline(never)]
 fn read(file: &Path, nics: bool) -> cache::Node {
-    cache::read(file, nics).expect("read")
+    cache::read(file, nics, cache::Writer::Root).expect("read")
 }
 
 #[inline(never)]

@@ -18,7 +18,9 @@ use crate::topology::{NodeTopology, Span};
 
 /// The `plugstack.conf` arguments that mean nothing under Flux: the shell hands every job its
 /// node's topology, so there is no cache for slurmd to write.
-const NOT_UNDER_FLUX: [&str; 1] = ["cache"];
+/// Where the Flux shell keeps the topologies it read, by default (`cache=` in the conf): a
+/// folder of the job's user on the node (`%u`: the user id), which the shell creates.
+pub const FLUX_CACHE: &str = "/tmp/lama-%u";
 
 /// A message written for Slurm, in Flux's words: `--lama-NAME` is the shell option `lama.NAME`
 /// and the admin's defaults live in the plugin's `conf`.
@@ -90,11 +92,6 @@ pub fn settings(conf: Option<&str>) -> Result<Settings, StepError> {
         Some(Ok(Value::Object(map))) => {
             let mut args = Vec::new();
             for (key, value) in &map {
-                if NOT_UNDER_FLUX.contains(&key.as_str()) {
-                    return Err(bad(format!(
-                        "{key}= has no use under Flux (the shell hands each job its node's topology); remove it"
-                    )));
-                }
                 let text = match value {
                     Value::String(s) => s.clone(),
                     Value::Number(n) => n.to_string(),
@@ -119,14 +116,29 @@ pub fn settings(conf: Option<&str>) -> Result<Settings, StepError> {
             )))
         }
     };
-    Settings::parse(&args)
+    let named = args.iter().any(|a| a.starts_with("cache="));
+    let mut s = Settings::parse(&args)?;
+    if !named {
+        s.cache = Some(FLUX_CACHE.into());
+    }
+    Ok(s)
+}
+
+/// The Flux shell's cache folder for user `uid`: `cache=` (or [`FLUX_CACHE`]) with `%u`
+/// replaced by the user id; `None` for `cache=none`.
+pub fn cache_folder(s: &Settings, uid: u32) -> Option<std::path::PathBuf> {
+    let dir = s
+        .cache
+        .as_ref()?
+        .to_string_lossy()
+        .replace("%u", &uid.to_string());
+    Some(dir.into())
 }
 
 fn setting_names() -> String {
     SETTINGS
         .iter()
         .map(|s| s.key)
-        .filter(|k| !NOT_UNDER_FLUX.contains(k))
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -13,6 +13,7 @@
 //! | [`openmp`] | OpenMP threads inside a task, places drawn from its binding |
 //! | [`policy`] | the automatic policy: a node's tasks placed with no map (NUMA domains, cores, GPUs) |
 //! | [`locality`] | NICs and GPUs, their distances, nearest-device choice |
+//! | [`memory`] | memory binding: the NUMA nodes local to a task's CPUs, by hwloc's rule, without hwloc |
 //! | [`taskmap`], [`slurm_layout`], [`hostfile`] | task maps, Slurm's layouts and host files |
 //! | [`step_map`] | a step's task map without one entry per task (what every node computes) |
 //! | [`slurm_options`] | the plugin's options and `plugstack.conf` arguments, merged per step |
@@ -38,6 +39,7 @@ pub mod launcher;
 pub mod level;
 pub mod limits;
 pub mod locality;
+pub mod memory;
 pub mod topology;
 
 pub use level::Level;

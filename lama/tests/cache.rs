@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use lama::cache::{read, write, CacheError};
+use lama::cache::{read, write, CacheError, Writer};
 use lama::NodeTopology;
 use proptest::prelude::*;
 
@@ -56,11 +56,11 @@ fn machines_with_devices_come_back_unchanged() {
         let (node, loc) = NodeTopology::from_xml_file_with_devices(&xml(name), true).expect("xml");
         let dir = scratch(&name.replace('.', "-"));
         let file = dir.join("topology-n1.json");
-        write(&file, &node, &loc).expect("write");
-        let back = read(&file, true).expect("read");
+        write(&file, &node, &loc, Writer::Root).expect("write");
+        let back = read(&file, true, Writer::Root).expect("read");
         assert_eq!(back.topology, node, "{name}: topology");
         assert_eq!(back.locality.as_ref(), Some(&loc), "{name}: devices");
-        let bare = read(&file, false).expect("read without devices");
+        let bare = read(&file, false, Writer::Root).expect("read without devices");
         assert_eq!(bare.topology, node, "{name}: topology alone");
         assert_eq!(
             bare.locality, None,
@@ -75,8 +75,11 @@ fn machines_with_devices_come_back_unchanged() {
         let left: Vec<_> = std::fs::read_dir(&dir).expect("dir").collect();
         assert_eq!(left.len(), 1, "no temporary file left behind");
         // Written again over itself (slurmd restarting), still whole.
-        write(&file, &node, &loc).expect("rewrite");
-        assert_eq!(read(&file, true).expect("read").topology, node);
+        write(&file, &node, &loc, Writer::Root).expect("rewrite");
+        assert_eq!(
+            read(&file, true, Writer::Root).expect("read").topology,
+            node
+        );
     }
 }
 
@@ -87,7 +90,7 @@ fn damaged_caches_are_errors() {
             .expect("xml");
     let dir = scratch("damaged");
     let good = dir.join("good.json");
-    write(&good, &node, &loc).expect("write");
+    write(&good, &node, &loc, Writer::Root).expect("write");
     let text = std::fs::read_to_string(&good).expect("text");
     // The good file with its first `from` replaced by `to`.
     let damage = |from: &str, to: &str| text.replacen(from, to, 1);
@@ -165,13 +168,13 @@ fn damaged_caches_are_errors() {
         assert_ne!(body, text, "{what}: the damage was not applied");
         let f = dir.join(format!("{}.json", what.replace(' ', "-")));
         std::fs::write(&f, body).expect("write");
-        match read(&f, true) {
+        match read(&f, true, Writer::Root) {
             Err(CacheError::Invalid { reason, .. }) => assert!(!reason.is_empty()),
             other => panic!("{what}: {other:?}"),
         }
     }
     assert!(matches!(
-        read(&dir.join("missing.json"), false),
+        read(&dir.join("missing.json"), false, Writer::Root),
         Err(CacheError::Io { .. })
     ));
 }
@@ -183,7 +186,7 @@ proptest! {
         let dir = scratch("fuzz");
         let f = dir.join("t.json");
         std::fs::write(&f, &bytes).expect("write");
-        let _ = read(&f, true);
+        let _ = read(&f, true, Writer::Root);
     }
 }
 
@@ -207,7 +210,7 @@ fn caches_are_not_written_into_folders_others_can_change() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let t = NodeTopology::from_synthetic("pack:1 core:2 pu:1").unwrap();
     let loc = lama::locality::Locality::new(Vec::new(), Vec::new(), None, Vec::new());
-    let e = write(&dir.join("topology-x.json"), &t, &loc)
+    let e = write(&dir.join("topology-x.json"), &t, &loc, Writer::Root)
         .unwrap_err()
         .to_string();
     assert!(e.contains("writable by others than root (mode 777)"), "{e}");
@@ -229,19 +232,22 @@ fn only_a_cache_root_wrote_is_trusted() {
     let good = scratch("root-folder");
     std::fs::set_permissions(&*good, std::fs::Permissions::from_mode(0o755)).unwrap();
     let file = good.join("topology-x.json");
-    write(&file, &t, &loc).unwrap();
-    assert_eq!(read(&file, false).unwrap().topology.cpus(), t.cpus());
+    write(&file, &t, &loc, Writer::Root).unwrap();
+    assert_eq!(
+        read(&file, false, Writer::Root).unwrap().topology.cpus(),
+        t.cpus()
+    );
 
     // A folder a user made first, with a file planted in it.
     let planted = scratch("user-folder");
     std::fs::set_permissions(&*planted, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::copy(&file, planted.join("topology-x.json")).unwrap();
     chown(&*planted, Some(65534), Some(65534)).unwrap();
-    let e = read(&planted.join("topology-x.json"), false)
+    let e = read(&planted.join("topology-x.json"), false, Writer::Root)
         .unwrap_err()
         .to_string();
     assert!(e.contains("folder is owned by uid 65534, not root"), "{e}");
-    let e = write(&planted.join("topology-x.json"), &t, &loc)
+    let e = write(&planted.join("topology-x.json"), &t, &loc, Writer::Root)
         .unwrap_err()
         .to_string();
     assert!(e.contains("folder is owned by uid 65534, not root"), "{e}");
@@ -250,29 +256,29 @@ fn only_a_cache_root_wrote_is_trusted() {
     let theirs = good.join("topology-theirs.json");
     std::fs::copy(&file, &theirs).unwrap();
     chown(&theirs, Some(65534), None).unwrap();
-    let e = read(&theirs, false).unwrap_err().to_string();
+    let e = read(&theirs, false, Writer::Root).unwrap_err().to_string();
     assert!(e.contains("file is owned by uid 65534, not root"), "{e}");
 
     // A symbolic link for the folder, or for the file, even to root's own.
     let linked = good.join("linked");
     symlink(&*good, &linked).unwrap();
-    let e = read(&linked.join("topology-x.json"), false)
+    let e = read(&linked.join("topology-x.json"), false, Writer::Root)
         .unwrap_err()
         .to_string();
     assert!(e.contains("folder is a symbolic link"), "{e}");
-    let e = write(&linked.join("topology-y.json"), &t, &loc)
+    let e = write(&linked.join("topology-y.json"), &t, &loc, Writer::Root)
         .unwrap_err()
         .to_string();
     assert!(e.contains("folder is a symbolic link"), "{e}");
     symlink(&file, good.join("topology-link.json")).unwrap();
-    let e = read(&good.join("topology-link.json"), false)
+    let e = read(&good.join("topology-link.json"), false, Writer::Root)
         .unwrap_err()
         .to_string();
     assert!(e.contains("file is a symbolic link"), "{e}");
 
     // A folder slurmd makes is root's, mode 0755.
     let made = good.join("made/lama");
-    lama::cache::prepare_folder(&made).unwrap();
+    lama::cache::prepare_folder(&made, Writer::Root).unwrap();
     let mode = std::fs::metadata(&made).unwrap().permissions().mode();
     assert_eq!(mode & 0o7777, 0o755);
 }

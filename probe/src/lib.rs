@@ -4,16 +4,14 @@
 //! cache, `topology=FILE`. So srun, sbatch and salloc, and every step the cache serves, never
 //! load libhwloc and the libraries it pulls in.
 //!
-//! The interface is three C functions that pass text: the answer is the node in lama's cache
+//! The interface is three C functions (its version, the probe, and freeing its answer) that pass text: the answer is the node in lama's cache
 //! format ([`lama::cache::encode`]), which the plugin decodes and checks as it checks a cache
 //! file, or the reason it could not be read.
 
 use std::ffi::{c_char, c_int, CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::{Mutex, Once};
-
-use lama::hwloc::memory::Memory;
+use std::sync::Once;
 
 use lama::cache::{encode, PROBE_DEVICES, PROBE_WHOLE};
 use lama::NodeTopology;
@@ -56,56 +54,6 @@ pub unsafe extern "C" fn lama_probe(
             path.map(|p| Path::new(OsStr::from_bytes(p.to_bytes()))),
             flags,
         )
-    })
-    .unwrap_or_else(|_| Err("internal error in lama's hwloc probe (a bug in lama)".into()));
-    // SAFETY: `out` is non-null and points to storage for a pointer (the caller's contract).
-    unsafe { give(answer, out) }
-}
-
-/// This machine's (or the XML file's) NUMA nodes, loaded by the first call of a process and kept:
-/// slurmstepd loads them before it forks the tasks, which then bind without loading again.
-static MEMORY: Mutex<Option<Result<Memory, String>>> = Mutex::new(None);
-
-/// Binds the calling process's memory to the NUMA nodes local to the CPUs of `cpus` (a
-/// cpulist) and stores their list in `*out` (returning 0), or the reason it could not (returning
-/// 1); an empty `cpus` only loads the topology. With `xml` (a file path), the nodes are named,
-/// not bound. The string is the caller's, for [`lama_probe_free`]; -1 when `cpus` or `out` is null.
-///
-/// # Safety
-/// `xml` is null or a NUL-terminated string; `cpus` is a NUL-terminated string; `out` is null or
-/// points to storage for a pointer.
-#[no_mangle]
-pub unsafe extern "C" fn lama_probe_mem(
-    xml: *const c_char,
-    cpus: *const c_char,
-    out: *mut *mut c_char,
-) -> c_int {
-    if out.is_null() || cpus.is_null() {
-        return -1;
-    }
-    // SAFETY: the caller passes NUL-terminated strings that outlive this call.
-    let (path, cpus) = unsafe {
-        (
-            (!xml.is_null()).then(|| CStr::from_ptr(xml)),
-            CStr::from_ptr(cpus),
-        )
-    };
-    quiet();
-    let answer = std::panic::catch_unwind(|| {
-        let list = cpus
-            .to_str()
-            .map_err(|_| "the CPU list is not text".to_string())?;
-        let cpus = lama::idset::parse_list(list).map_err(|e| e.to_string())?;
-        let mut memory = MEMORY.lock().unwrap_or_else(|p| p.into_inner());
-        let m = memory.get_or_insert_with(|| {
-            Memory::load(path.map(|p| Path::new(OsStr::from_bytes(p.to_bytes()))))
-                .map_err(|e| e.to_string())
-        });
-        let m = m.as_ref().map_err(Clone::clone)?;
-        if cpus.is_empty() {
-            return Ok(String::new());
-        }
-        m.bind(&cpus).map(|n| lama::idset::format_list(&n))
     })
     .unwrap_or_else(|_| Err("internal error in lama's hwloc probe (a bug in lama)".into()));
     // SAFETY: `out` is non-null and points to storage for a pointer (the caller's contract).

@@ -1,4 +1,4 @@
-//! Binding the calling task to CPUs.
+//! Binding the calling task to CPUs and its memory to NUMA nodes.
 
 use std::io;
 
@@ -35,15 +35,7 @@ pub fn allowed() -> Result<Vec<u32>, String> {
             libc::sched_getaffinity(0, bytes, mask.as_mut_ptr().cast::<libc::cpu_set_t>())
         };
         if rc == 0 {
-            let mut cpus = Vec::new();
-            for (w, &word) in mask.iter().enumerate() {
-                for b in 0..bits {
-                    if word >> b & 1 == 1 {
-                        cpus.push((w * bits + b) as u32);
-                    }
-                }
-            }
-            return Ok(cpus);
+            return Ok(bits_of(&mask));
         }
         let e = io::Error::last_os_error();
         // EINVAL: the kernel's mask is larger than ours.
@@ -52,6 +44,87 @@ pub fn allowed() -> Result<Vec<u32>, String> {
         }
         words *= 2;
     }
+}
+
+/// `set_mempolicy`'s mode that allows the listed nodes only (linux/mempolicy.h).
+const MPOL_BIND: libc::c_long = 2;
+/// `get_mempolicy`'s flag for the nodes the calling process may use (its cpuset's mems).
+const MPOL_F_MEMS_ALLOWED: libc::c_ulong = 1 << 2;
+
+/// The NUMA nodes (OS indexes, ascending) the calling process may allocate from: its cgroup's
+/// `cpuset.mems`, as the kernel applies it.
+pub fn allowed_mems() -> Result<Vec<u32>, String> {
+    let bits = libc::c_ulong::BITS as usize;
+    let mut words = 1024 / bits;
+    loop {
+        let mut mask: Vec<libc::c_ulong> = vec![0; words];
+        let mut mode: libc::c_int = 0;
+        // SAFETY: get_mempolicy writes one int to `mode` and at most `words × bits` bits into
+        // `mask`, both live locals of those sizes; no address is passed with this flag.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_get_mempolicy,
+                &mut mode as *mut libc::c_int,
+                mask.as_mut_ptr(),
+                (words * bits) as libc::c_ulong,
+                std::ptr::null_mut::<libc::c_void>(),
+                MPOL_F_MEMS_ALLOWED,
+            )
+        };
+        if rc == 0 {
+            return Ok(bits_of(&mask));
+        }
+        let e = io::Error::last_os_error();
+        // EINVAL: the kernel has more possible nodes than our mask holds.
+        if e.raw_os_error() != Some(libc::EINVAL) || words >= 1 << 10 {
+            return Err(e.to_string());
+        }
+        words *= 2;
+    }
+}
+
+/// Binds the calling process's memory (it must be single-threaded, as a task is before it runs
+/// the user's program) to the NUMA nodes `nodes` (OS indexes): `MPOL_BIND`, what hwloc's
+/// `hwloc_set_membind` with `HWLOC_MEMBIND_BIND` does on Linux.
+pub fn bind_memory(nodes: &[u32]) -> Result<(), String> {
+    let Some(&max) = nodes.iter().max() else {
+        return Err("no NUMA node to bind to".into());
+    };
+    let bits = libc::c_ulong::BITS as usize;
+    let mut mask: Vec<libc::c_ulong> = vec![0; max as usize / bits + 1];
+    for &n in nodes {
+        mask[n as usize / bits] |= 1 << (n as usize % bits);
+    }
+    // The kernel reads `maxnode - 1` bits.
+    let maxnode = (mask.len() * bits + 1) as libc::c_ulong;
+    // SAFETY: the kernel reads `maxnode - 1` bits from a live buffer of exactly that many.
+    let rc = unsafe { libc::syscall(libc::SYS_set_mempolicy, MPOL_BIND, mask.as_ptr(), maxnode) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error().to_string())
+    }
+}
+
+/// The set bits of a kernel mask, ascending.
+fn bits_of(mask: &[libc::c_ulong]) -> Vec<u32> {
+    let bits = libc::c_ulong::BITS as usize;
+    let mut out = Vec::new();
+    for (w, &word) in mask.iter().enumerate() {
+        for b in 0..bits {
+            if word >> b & 1 == 1 {
+                out.push((w * bits + b) as u32);
+            }
+        }
+    }
+    out
+}
+
+/// The calling process's effective user id.
+#[allow(dead_code)] // the Flux plugin's, which shares this file
+pub fn user_id() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// This machine's host name as the task sees it (its UTS namespace's).

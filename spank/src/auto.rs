@@ -4,12 +4,13 @@
 //! The placement itself is `lama::policy`'s.
 
 use lama::locality::allowed_gpus;
+use lama::memory::local_nodes;
 use lama::policy::gpus_of;
 use lama::slurm_step::{
     auto_devices, auto_threads, auto_workers, mem_bind_conflict, place_auto, Options, Settings,
 };
 
-use crate::{probe, Devices, Lama, Step};
+use crate::{affinity, Devices, Lama, Step};
 use slurm_spank::SpankHandle;
 
 /// What srun refuses before launch, once for the step: `--lama-mem=local` under Slurm's own
@@ -120,8 +121,9 @@ impl Lama {
         Ok(())
     }
 
-    /// `--lama-mem=local`: refused under Slurm's `--mem-bind`; otherwise hwloc's view of the
-    /// node is loaded here, before the tasks fork, so that each task binds without loading it.
+    /// `--lama-mem=local`: refused under Slurm's `--mem-bind`; otherwise each task's NUMA nodes,
+    /// chosen here from the node's topology (the cache's record of hwloc's NUMA nodes) before
+    /// the tasks fork, so that each task binds with one system call and no hwloc.
     #[cold]
     #[inline(never)]
     pub(crate) fn prepare_memory(&self, spank: &SpankHandle, st: &mut Step) -> Result<(), String> {
@@ -132,9 +134,24 @@ impl Lama {
         if let Some(why) = mem_bind_conflict(slurm.as_deref()) {
             return Err(why);
         }
-        let xml = self.settings.topology.clone();
-        probe::mem(xml.as_deref(), "")?;
-        st.mem = Some(xml);
+        let numa = st
+            .numa
+            .take()
+            .ok_or("lama could not read this node's NUMA nodes")?;
+        // hwloc leaves the nodes this cgroup may not use out of the machine it loads.
+        let allowed = if st.bind {
+            Some(
+                affinity::allowed_mems()
+                    .map_err(|e| format!("cannot read the NUMA nodes this step may use: {e}"))?,
+            )
+        } else {
+            None
+        };
+        st.mems = st
+            .tasks
+            .iter()
+            .map(|t| local_nodes(&numa, &t.cpus, allowed.as_deref()))
+            .collect();
         st.lap("memory");
         Ok(())
     }

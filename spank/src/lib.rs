@@ -143,9 +143,11 @@ struct Step {
     phases: Vec<(&'static str, Duration)>,
     /// When the current phase started.
     lap: Option<Instant>,
-    /// `--lama-mem=local`: bind each task's memory to its CPUs' NUMA nodes (`Some`; the XML
-    /// file under `topology=FILE`, where they are named, not bound).
-    mem: Option<Option<std::path::PathBuf>>,
+    /// `--lama-mem=local`: per placed task, the NUMA nodes local to its CPUs (bound unless
+    /// `topology=FILE`, where they are only named); empty otherwise.
+    mems: Vec<Vec<u32>>,
+    /// The node's NUMA nodes, kept from its topology for `--lama-mem=local`.
+    numa: Option<Vec<lama::locality::Numa>>,
     /// What the automatic policy chose on this node, for `--lama-verbose`.
     policy: Option<String>,
 }
@@ -418,8 +420,11 @@ impl Lama {
         st: &mut Step,
         devices: bool,
     ) -> std::result::Result<(lama::NodeTopology, Vec<u32>, Option<Locality>), String> {
+        // --lama-mem=local reads the node's NUMA nodes from the same source (a bad value fails
+        // the step later, in `prepare_memory`).
+        let mem = self.settings.mem(&self.user).unwrap_or(false);
         let (mut topo, mut usable, mut loc, mut source) =
-            node::find(&self.settings, &st.host, devices)?;
+            node::find(&self.settings, &st.host, devices || mem)?;
         let cores = spank
             .step_alloc_cores()
             .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
@@ -438,10 +443,14 @@ impl Lama {
                 LogLevel::Error,
                 &format!("lama: the topology cache does not describe the cores Slurm gave the step ({e}); probing the machine instead"),
             );
-            (topo, usable, loc, source) = node::probed(devices)?;
+            (topo, usable, loc, source) = node::probed(devices || mem)?;
             cpus = cores_to_cpus(&topo, cores, threads);
         }
         st.lap(source);
+        if mem {
+            st.numa = loc.as_ref().map(|l| l.numa().to_vec());
+        }
+        let loc = loc.filter(|_| devices);
         let cpus = cpus
             .and_then(|c| usable_cpus(c, &usable))
             .map_err(|e| e.to_string())?;

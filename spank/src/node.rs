@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use lama::cache;
+use lama::cache::{self, Writer};
 use lama::locality::Locality;
 use lama::slurm_step::Settings;
 use lama::NodeTopology;
@@ -49,7 +49,7 @@ pub fn find(settings: &Settings, host: &str, devices: bool) -> Result<NodeFound,
     // A missing cache is normal (slurmd not restarted since lama was installed); anything else
     // found there is read, and reported when it cannot be used.
     if let Some(file) = cache_file(settings, host).filter(|f| f.symlink_metadata().is_ok()) {
-        let read = cache::read(&file, devices)
+        let read = cache::read(&file, devices, Writer::Root)
             .map_err(|e| e.to_string())
             .and_then(|n| {
                 let allowed = affinity::allowed()?;
@@ -87,13 +87,14 @@ pub fn write_cache(settings: &Settings) {
         return;
     };
     let made = match file.parent() {
-        Some(dir) => cache::prepare_folder(dir).map_err(|e| e.to_string()),
+        Some(dir) => cache::prepare_folder(dir, Writer::Root).map_err(|e| e.to_string()),
         None => Ok(()),
     };
     let saved = made.and_then(|_| {
         let n = probe::node(None, true)?;
         let loc = n.locality.ok_or("lama's hwloc helper read no devices")?;
-        cache::write(&file, &n.topology.with_name(&host), &loc).map_err(|e| e.to_string())
+        cache::write(&file, &n.topology.with_name(&host), &loc, Writer::Root)
+            .map_err(|e| e.to_string())
     });
     if let Err(e) = saved {
         log(

@@ -16,12 +16,10 @@ pub const FILE: &str = "liblama_probe.so";
 type ProbeFn = unsafe extern "C" fn(*const c_char, u32, *mut *mut c_char) -> c_int;
 type FreeFn = unsafe extern "C" fn(*mut c_char);
 type VersionFn = unsafe extern "C" fn() -> *const c_char;
-type MemFn = unsafe extern "C" fn(*const c_char, *const c_char, *mut *mut c_char) -> c_int;
 
 struct Helper {
     probe: ProbeFn,
     free: FreeFn,
-    mem: MemFn,
 }
 
 static HELPER: OnceLock<Result<Helper, String>> = OnceLock::new();
@@ -37,20 +35,6 @@ pub fn node(xml: Option<&Path>, devices: bool) -> Result<Node, String> {
         unsafe { (helper.probe)(path, flags, out) }
     })?;
     decode(&text, "lama's hwloc helper's answer", devices).map_err(|e| e.to_string())
-}
-
-/// Binds this process's memory to the NUMA nodes local to `cpus` (a cpulist) with hwloc, and
-/// returns their list; with `xml`, names them without binding. An empty `cpus` loads the
-/// topology only: slurmstepd does that before it forks the tasks, so that each task binds
-/// without loading it again.
-pub fn mem(xml: Option<&Path>, cpus: &str) -> Result<String, String> {
-    let cpus = CString::new(cpus).map_err(|_| "a CPU list with a NUL byte".to_string())?;
-    call(xml, |helper, path, out| {
-        // SAFETY: the helper's version matched ours (checked in `load`), so `mem` has this
-        // signature; `path` is null or a live C string, `cpus` a live C string, `out` a live
-        // pointer slot.
-        unsafe { (helper.mem)(path, cpus.as_ptr(), out) }
-    })
 }
 
 /// Calls one of the helper's functions with the topology file's path (null for this machine)
@@ -154,12 +138,11 @@ fn load() -> Result<Helper, String> {
     }
     // SAFETY: the same release as this plugin, whose lama_probe and lama_probe_free have these
     // signatures.
-    let (probe, free, mem) = unsafe {
+    let (probe, free) = unsafe {
         (
             std::mem::transmute::<*mut c_void, ProbeFn>(symbol(c"lama_probe")?),
             std::mem::transmute::<*mut c_void, FreeFn>(symbol(c"lama_probe_free")?),
-            std::mem::transmute::<*mut c_void, MemFn>(symbol(c"lama_probe_mem")?),
         )
     };
-    Ok(Helper { probe, free, mem })
+    Ok(Helper { probe, free })
 }

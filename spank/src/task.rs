@@ -176,9 +176,14 @@ fn place(
             cpus.extend(cpu_bind_env(&previous, &local));
         }
     }
-    if let Some(xml) = &st.mem {
-        match crate::probe::mem(xml.as_deref(), &list) {
-            Ok(nodes) => cpus.push(("LAMA_MEMS".to_string(), nodes)),
+    if let Some(nodes) = st.mems.get(i) {
+        let bound = match nodes.is_empty() {
+            true => Err(format!("no NUMA node is local to cpus {list}")),
+            false if st.bind => affinity::bind_memory(nodes),
+            false => Ok(()),
+        };
+        match bound {
+            Ok(()) => cpus.push(("LAMA_MEMS".to_string(), format_list(nodes))),
             Err(e) => fatal(format!(
                 "cannot bind the memory of task {rank} on {} to the NUMA nodes of cpus {list}: {e}",
                 st.host

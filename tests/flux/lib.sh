@@ -18,7 +18,8 @@ userrc() {
   echo "plugin.load { file = \"$plugin\", conf = { ${2:-} } }" > "$file"
   echo "$file"
 }
-urc=$(userrc plain)
+# The plugin's cache in the test's own folder: no test reads what an earlier run left.
+urc=$(userrc plain "cache = \"$work/cache-%u\"")
 
 # RFC 34 map -> "task node" lines, one per task, by this script's own reading of the format.
 decode_map() {

@@ -51,6 +51,33 @@ binding_case "-N3 -n3 -c2 lama.map-by=core lama.bind-to=core" "--map-by core --b
 binding_case "lama scheme --taskmap=lama:ncsbh -N3 -n6" "--map ncsbh" -N3 -n6 --taskmap=lama:ncsbh
 binding_case "the automatic policy -N3 -n6 lama.policy=auto" "--policy auto" -N3 -n6 -o lama.policy=auto
 
+# The shell's topology cache (cache=, the job's user's own folder): the first job on a node reads
+# the node's XML with hwloc and keeps what it read, named by the XML's content; later jobs read
+# that instead (lama.verbose names the source) and place the same. The three brokers share this
+# machine's XML, so the first job's three shells may race to write one file.
+sources() { grep -o 'topology (hwloc) [0-9.]*\|topology from the cache [0-9.]*' "$work/err" | sed 's/ [0-9.]*$//' | sort | uniq -c | awk '{$1 = $1; print}' | paste -sd, -; }
+crc=$(userrc cached "cache = \"$work/own-cache-%u\"")
+want=$(expected_cpus "[[0,3,1,1]]" --this-machine --bind 1c)
+job -N3 -n3 -o lama.bind=1c -o lama.verbose -o userrc="$crc" sh -c "$probe"
+first=$(sources) first_cpus=$(tasks 3)
+job -N3 -n3 -o lama.bind=1c -o lama.verbose -o userrc="$crc" sh -c "$probe"
+second=$(sources) second_cpus=$(tasks 3)
+kept=$(ls "$work/own-cache-$(id -u)" 2>&1)
+if [[ $first == *"topology (hwloc)"* ]] && [ "$second" = "3 topology from the cache" ] &&
+  [ "$first_cpus" = "$want" ] && [ "$second_cpus" = "$want" ] && [[ $kept == xml-*.json ]]; then
+  ok "topology cache: the first job reads the XML with hwloc ($first), the next job's three shells read $kept, both bind as lama plan"
+else not_ok "topology cache" "first: $first" "second: $second" "kept: $kept" "cpus: $first_cpus / $second_cpus, want $want" "$(cat "$work/err")"; fi
+# A folder another user owns is not trusted: the job reads its XML with hwloc and says why in the
+# shell's log (-o verbose).
+planted=$work/planted
+mkdir -p "$planted" && cp "$work/own-cache-$(id -u)"/xml-*.json "$planted"/ && chown -R 65534 "$planted"
+prc=$(userrc planted "cache = \"$planted\"")
+job -N3 -n3 -o lama.bind=1c -o lama.verbose -o verbose -o userrc="$prc" sh -c "$probe"
+if [ $rc -eq 0 ] && [ "$(sources)" = "3 topology (hwloc)" ] && [ "$(tasks 3)" = "$want" ] &&
+  grep -q "is owned by uid 65534, not root; lama trusts only a cache root wrote; reading the XML with hwloc" "$work/err"; then
+  ok "topology cache in a folder another user owns: not read (said in the shell's log), the XML read with hwloc, bindings unchanged"
+else not_ok "topology cache in a folder another user owns" "rc $rc, sources $(sources)" "$(tasks 3)" "$(cat "$work/err")"; fi
+
 # lama.mem=local: each task's memory bound to the NUMA node of its CPUs, as the kernel reports
 # the task's policy in /proc/self/numa_maps ("bind:N"; "default" without), and LAMA_MEMS.
 nodes=$(cat /sys/devices/system/node/online 2>/dev/null || echo 0)

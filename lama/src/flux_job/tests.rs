@@ -42,14 +42,23 @@ fn conf_is_plugstack_arguments() {
     assert_eq!(s.defaults.map.as_deref(), Some("scbnh"));
     assert!(!s.taskmap);
     assert_eq!(s.apply, crate::slurm_step::Apply::Always);
-    assert_eq!(settings(Some("{}")).unwrap(), Settings::default());
-    assert_eq!(settings(None).unwrap(), Settings::default());
-    let e = flux_words(
-        &settings(Some(r#"{"cache":"/run/lama"}"#))
-            .unwrap_err()
-            .to_string(),
+    // Under Flux, the cache is the job's user's own unless the conf names one.
+    let flux_default = Settings {
+        cache: Some(FLUX_CACHE.into()),
+        ..Settings::default()
+    };
+    assert_eq!(settings(Some("{}")).unwrap(), flux_default);
+    assert_eq!(settings(None).unwrap(), flux_default);
+    assert_eq!(
+        cache_folder(&settings(None).unwrap(), 1234),
+        Some("/tmp/lama-1234".into())
     );
-    assert!(e.contains("no use under Flux"), "{e}");
+    let named = settings(Some(r#"{"cache":"/var/tmp/lama-%u/x"}"#)).unwrap();
+    assert_eq!(cache_folder(&named, 7), Some("/var/tmp/lama-7/x".into()));
+    assert_eq!(
+        cache_folder(&settings(Some(r#"{"cache":"none"}"#)).unwrap(), 7),
+        None
+    );
     let e = flux_words(&settings(Some(r#"{"bind":"9x"}"#)).unwrap_err().to_string());
     assert!(e.starts_with("the lama plugin's conf:"), "{e}");
     assert!(!e.contains("plugstack"), "{e}");

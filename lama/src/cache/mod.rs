@@ -11,13 +11,15 @@
 //!
 //! The file is written atomically (a temporary file renamed over it). A file that cannot be
 //! read, is of another format, or does not describe a sane machine is an error, never a panic;
-//! the caller then probes the machine.
-
-use std::io::Write;
-use std::path::Path;
+//! the caller then probes the machine. This module is the text; [`files`] the files, who may
+//! have written them, and their names.
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+mod files;
+
+pub use files::{check_fresh, prepare_folder, read, source_key, write, xml_key, Writer};
 
 use crate::idset::{format_list, in_table, join_commas, table_of};
 use crate::level::Level;
@@ -487,174 +489,4 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
         locality,
         allowed,
     })
-}
-
-/// Writes `node` and its devices `loc` to `path`, readable by everyone, replacing any older file
-/// in one step (a step starting meanwhile reads the old file or the new one, never a mix).
-pub fn write(path: &Path, node: &NodeTopology, loc: &Locality) -> Result<(), CacheError> {
-    let io = |reason: String| CacheError::Io {
-        path: path.display().to_string(),
-        reason,
-    };
-    let text = encode(node, Some(loc), None).map_err(io)?;
-    let dir = path
-        .parent()
-        .ok_or_else(|| io("no parent directory".into()))?;
-    let name = path
-        .file_name()
-        .ok_or_else(|| io("no file name".into()))?
-        .to_string_lossy();
-    // Written as root: a folder another user owns or may write to would let them plant or swap
-    // the file, or point the folder somewhere root then writes.
-    trusted_folder(dir).map_err(io)?;
-    let tmp = dir.join(format!(".{name}.{}", std::process::id()));
-    let written = (|| {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io(e.to_string())
-    })
-}
-
-/// Reads a cache written by [`write`], checking that it describes a sane machine; with its
-/// devices when `devices`. Only a file root wrote is read: the file and its folder must be
-/// owned by root, writable by no one else, and neither may be a symbolic link.
-pub fn read(path: &Path, devices: bool) -> Result<Node, CacheError> {
-    let p = path.display().to_string();
-    let io = |reason: String| CacheError::Io {
-        path: p.clone(),
-        reason,
-    };
-    let dir = path
-        .parent()
-        .ok_or_else(|| io("no parent directory".into()))?;
-    trusted_folder(dir).map_err(io)?;
-    let text = read_trusted(path, crate::limits::MAX_CACHE_BYTES).map_err(io)?;
-    decode(&text, &p, devices)
-}
-
-/// A key for where a cache's machine came from (the `HWLOC_XMLFILE` a slurmd was told to read):
-/// FNV-1a of its bytes, stable across builds and releases.
-pub fn source_key(source: &std::ffi::OsStr) -> u64 {
-    use std::os::unix::ffi::OsStrExt;
-    source
-        .as_bytes()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325, |h: u64, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        })
-}
-
-/// Creates the cache's folder when it is missing (mode 0755, as root) and checks it as
-/// [`write`] and [`read`] do.
-pub fn prepare_folder(dir: &Path) -> Result<(), CacheError> {
-    use std::os::unix::fs::DirBuilderExt;
-    let io = |reason: String| CacheError::Io {
-        path: dir.display().to_string(),
-        reason,
-    };
-    if dir.symlink_metadata().is_err() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(dir)
-            .map_err(|e| io(e.to_string()))?;
-    }
-    trusted_folder(dir).map_err(io)
-}
-
-/// Whether `meta` (of `what`, a folder or a file) could only have been written by root.
-fn check_owner(meta: &std::fs::Metadata, what: &str) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    if meta.file_type().is_symlink() {
-        return Err(format!(
-            "the {what} is a symbolic link; lama follows none in its cache"
-        ));
-    }
-    if meta.uid() != 0 {
-        return Err(format!(
-            "the {what} is owned by uid {}, not root; lama trusts only a cache root wrote",
-            meta.uid()
-        ));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "the {what} is writable by others than root (mode {:o}); lama trusts only a cache no one else can change",
-            meta.mode() & 0o7777
-        ));
-    }
-    Ok(())
-}
-
-/// Checks the cache's folder itself, without following a symbolic link.
-fn trusted_folder(dir: &Path) -> Result<(), String> {
-    let meta = dir
-        .symlink_metadata()
-        .map_err(|e| format!("the folder {}: {e}", dir.display()))?;
-    check_owner(&meta, "folder")?;
-    if !meta.is_dir() {
-        return Err(format!("{} is not a folder", dir.display()));
-    }
-    Ok(())
-}
-
-/// Reads a cache file of at most `max` bytes, opened without following a symbolic link or
-/// blocking, and checked as [`check_owner`] says on the file it opened.
-fn read_trusted(path: &Path, max: u64) -> Result<String, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => {
-                "the file is a symbolic link; lama follows none in its cache".to_string()
-            }
-            _ => e.to_string(),
-        })?;
-    let meta = f.metadata().map_err(|e| e.to_string())?;
-    check_owner(&meta, "file")?;
-    if !meta.is_file() || meta.len() > max {
-        return Err(format!("not a regular file of at most {max} bytes"));
-    }
-    let mut text = String::with_capacity(meta.len() as usize);
-    std::io::Read::by_ref(&mut f)
-        .take(max + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
-    if text.len() as u64 > max {
-        return Err(format!("the file grew beyond {max} bytes"));
-    }
-    Ok(text)
-}
-
-/// Whether a cache describes the node it is read on: written by this host (a copied file is
-/// another machine's), and naming every CPU the reader may use (a CPU brought online since the
-/// cache was written is not in it). `allowed` is ascending.
-pub fn check_fresh(t: &NodeTopology, host: &str, allowed: &[u32]) -> Result<(), String> {
-    if t.name() != host {
-        return Err(format!(
-            "the topology cache was written by host '{}', not by {host}",
-            t.name()
-        ));
-    }
-    // A table by CPU number rather than a sorted copy: this runs in every step.
-    let known = t.cpu_table();
-    if let Some(c) = allowed.iter().find(|&&c| !in_table(&known, c)) {
-        return Err(format!(
-            "the topology cache does not know CPU {c}, which this step may use (CPUs changed since slurmd started)"
-        ));
-    }
-    Ok(())
 }

@@ -1,0 +1,69 @@
+//! Memory binding (`--lama-mem=local`, `lama.mem=local`) without hwloc at task launch: which
+//! NUMA nodes are local to a task's CPUs, by hwloc's own rule (`hwloc_cpuset_to_nodeset`: a
+//! NUMA node is local when its CPU set meets the task's), computed from the NUMA nodes hwloc
+//! recorded in the node's [`crate::cache`] or probe answer. The binding itself (one
+//! `set_mempolicy` call) is the front ends'.
+
+use crate::locality::Numa;
+
+/// The OS indexes of the NUMA nodes local to `cpus` (OS indexes), ascending; with `allowed`,
+/// only those the process may use (the nodes a cgroup withholds are absent from the topology
+/// hwloc loads, so hwloc never names them).
+pub fn local_nodes(numa: &[Numa], cpus: &[u32], allowed: Option<&[u32]>) -> Vec<u32> {
+    // A task's CPUs are in the node's logical order, which need not be ascending.
+    let sorted;
+    let cpus = if cpus.is_sorted() {
+        cpus
+    } else {
+        sorted = {
+            let mut c = cpus.to_vec();
+            c.sort_unstable();
+            c
+        };
+        &sorted
+    };
+    let mut nodes: Vec<u32> = numa
+        .iter()
+        .filter(|n| meets(&n.cpus, cpus))
+        .map(|n| n.os_index)
+        .filter(|i| allowed.is_none_or(|a| a.contains(i)))
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes
+}
+
+/// Whether two ascending lists share an element ([`Numa::cpus`] are ascending).
+fn meets(a: &[u32], b: &[u32]) -> bool {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => return true,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(os_index: u32, cpus: &[u32]) -> Numa {
+        Numa {
+            os_index,
+            cpus: cpus.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_node_is_local_when_its_cpus_meet_the_tasks() {
+        let numa = [node(1, &[4, 5, 6, 7]), node(0, &[0, 1, 2, 3]), node(2, &[])];
+        assert_eq!(local_nodes(&numa, &[1], None), vec![0]);
+        assert_eq!(local_nodes(&numa, &[3, 4], None), vec![0, 1]);
+        assert_eq!(local_nodes(&numa, &[8], None), Vec::<u32>::new());
+        assert_eq!(local_nodes(&numa, &[3, 4], Some(&[1])), vec![1]);
+        assert_eq!(local_nodes(&numa, &[7, 0], None), vec![0, 1]);
+    }
+}

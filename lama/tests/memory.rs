@@ -1,0 +1,78 @@
+//! `--lama-mem=local` without hwloc: the NUMA nodes lama computes for a task's CPUs, from the
+//! node cache's record of hwloc's NUMA nodes, are the ones hwloc itself names
+//! (`hwloc_cpuset_to_nodeset`) on every real machine of `tests/topologies/`.
+
+#![cfg(feature = "hwloc")]
+
+use std::path::{Path, PathBuf};
+
+use lama::cache::{decode, encode};
+use lama::hwloc::memory::Memory;
+use lama::memory::local_nodes;
+use lama::NodeTopology;
+use proptest::prelude::*;
+
+fn machines() -> Vec<PathBuf> {
+    let dir = PathBuf::from(format!(
+        "{}/../tests/topologies",
+        env!("CARGO_MANIFEST_DIR")
+    ));
+    let mut all: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/topologies")
+        .map(|e| e.expect("a folder entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "xml"))
+        .collect();
+    all.sort();
+    assert!(all.len() >= 18, "the real machines' XML files are missing");
+    all
+}
+
+/// A machine as a step reads it: hwloc's reading written to the cache's text and read back.
+struct Machine {
+    name: String,
+    pus: Vec<u32>,
+    numa: Vec<lama::locality::Numa>,
+    hwloc: Memory,
+}
+
+fn load(path: &Path) -> Machine {
+    let (topo, loc) = NodeTopology::from_xml_file_with_devices(path, true).expect("loads");
+    let text = encode(&topo, Some(&loc), None).expect("encodes");
+    let node = decode(&text, "test", true).expect("decodes");
+    Machine {
+        name: path.file_name().unwrap().to_string_lossy().into_owned(),
+        pus: topo.pus().to_vec(),
+        numa: node.locality.expect("devices").numa().to_vec(),
+        hwloc: Memory::load(Some(path)).expect("hwloc loads"),
+    }
+}
+
+#[test]
+fn every_cpu_and_every_neighbouring_pair_as_hwloc_says() {
+    for path in machines() {
+        let m = load(&path);
+        assert!(!m.numa.is_empty(), "{}: no NUMA node", m.name);
+        let mut sets: Vec<Vec<u32>> = m.pus.iter().map(|&c| vec![c]).collect();
+        sets.extend(m.pus.windows(2).map(|w| w.to_vec()));
+        sets.push(m.pus.clone());
+        for cpus in sets {
+            assert_eq!(
+                local_nodes(&m.numa, &cpus, None),
+                m.hwloc.nodes(&cpus),
+                "{}: cpus {cpus:?}",
+                m.name
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn any_set_of_cpus_as_hwloc_says(which in 0usize..18, picks in proptest::collection::vec(any::<prop::sample::Index>(), 1..24)) {
+        let all = machines();
+        let m = load(&all[which % all.len()]);
+        let cpus: Vec<u32> = picks.iter().map(|i| m.pus[i.index(m.pus.len())]).collect();
+        prop_assert_eq!(local_nodes(&m.numa, &cpus, None), m.hwloc.nodes(&cpus), "{}", m.name);
+    }
+}
