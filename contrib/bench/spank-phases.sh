@@ -13,7 +13,8 @@
 # itself, the same in every kind: compare kinds, not absolute figures.
 # Needs root and perf. Usage: contrib/bench/spank-phases.sh [STEPS]   (default 100 per kind;
 #   LAMA_SLURM_PREFIX=PREFIX measures a Slurm built by contrib/slurm-build.sh;
-#   LAMA_PHASES_KINDS="none slurm place" measures only those kinds)
+#   LAMA_PHASES_KINDS="none slurm place" measures only those kinds; LAMA_PHASES_PLUGIN=FILE
+#   measures that build of lama instead of this tree's)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 top=$PWD
@@ -78,6 +79,7 @@ for f in spank_init spank_user spank_user_task spank_fini; do
   perf probe -q -x "$libslurm" -a "$f" -a "$f%return"
 done
 perf probe -q -x "$libc" -a dlopen -a 'dlopen%return'
+lama=${LAMA_PHASES_PLUGIN:-$top/target/release/liblama_spank.so}
 read -r -a kinds <<<"${LAMA_PHASES_KINDS:-none noop rust lama place slurm}"
 for kind in "${kinds[@]}"; do
   args=(--cpu-bind=none)
@@ -85,8 +87,8 @@ for kind in "${kinds[@]}"; do
     none) line="" ;;
     noop) line="required $work/noop.so" ;;
     rust) line="required $work/rust/target/release/libfloor.so" ;;
-    lama) line="required $top/target/release/liblama_spank.so" ;;
-    place) line="required $top/target/release/liblama_spank.so" args=(--cpu-bind=none --lama-map=csbnh --lama-bind=1c) ;;
+    lama) line="required $lama" ;;
+    place) line="required $lama" args=(--cpu-bind=none --lama-map=csbnh --lama-bind=1c) ;;
     slurm) line="" args=(--cpu-bind=cores) ;;
     *) echo "spank-phases: unknown kind '$kind'; valid: none noop rust lama place slurm" >&2; exit 2 ;;
   esac

@@ -350,24 +350,28 @@ fn topology(
     shell: Shell,
     config: &Config,
 ) -> Result<(NodeTopology, Locality, &'static str), String> {
-    let (name, xml) = match &config.settings.topology {
-        Some(path) => (
-            path.display().to_string(),
-            lama::limits::read_text(path, lama::limits::MAX_XML_BYTES)
-                .map_err(|e| format!("cannot load topology {}: {e}", path.display()))?,
-        ),
-        None => (
-            "this node's hwloc XML".to_string(),
-            shell
-                .hwloc_xml()
-                .ok_or("the shell has no hwloc XML of its node")?,
-        ),
-    };
     let writer = Writer::User(affinity::user_id());
+    let path = config.settings.topology.as_deref();
+    // A file is known by its state, without reading it; the shell's XML by its content.
+    let mut xml = None;
+    let key = match path {
+        Some(p) => match std::fs::metadata(p) {
+            Ok(m) => cache::file_key(&m),
+            Err(_) => return parse(p.display().to_string(), read_file(p)?, None, writer),
+        },
+        None => {
+            let text = shell
+                .hwloc_xml()
+                .ok_or("the shell has no hwloc XML of its node")?;
+            let k = cache::xml_key(text.as_bytes());
+            xml = Some(text);
+            k
+        }
+    };
     let file = config
         .cache
         .as_ref()
-        .map(|d| d.join(format!("xml-{}.json", cache::xml_key(xml.as_bytes()))));
+        .map(|d| d.join(format!("xml-{key}.json")));
     // A missing file is the first job with this XML; anything else found there is reported.
     if let Some(f) = file.as_ref().filter(|f| f.symlink_metadata().is_ok()) {
         match cache::read(f, true, writer).map(|n| (n.topology, n.locality)) {
@@ -379,6 +383,25 @@ fn topology(
             ),
         }
     }
+    match (xml, path) {
+        (Some(text), _) => parse("this node's hwloc XML".into(), text, file, writer),
+        (None, Some(p)) => parse(p.display().to_string(), read_file(p)?, file, writer),
+        (None, None) => Err("internal error: no XML to read (a bug in lama)".into()),
+    }
+}
+
+fn read_file(path: &std::path::Path) -> Result<String, String> {
+    lama::limits::read_text(path, lama::limits::MAX_XML_BYTES)
+        .map_err(|e| format!("cannot load topology {}: {e}", path.display()))
+}
+
+/// Reads `xml` with hwloc and keeps the result in `file` for the next job.
+fn parse(
+    name: String,
+    xml: String,
+    file: Option<std::path::PathBuf>,
+    writer: Writer,
+) -> Result<(NodeTopology, Locality, &'static str), String> {
     let (topo, loc) =
         NodeTopology::from_xml_text_with_devices(&name, &xml, true).map_err(|e| e.to_string())?;
     if let Some(f) = &file {

@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use lama::cache::{read, write, CacheError, Writer};
+use lama::cache::{read, write, CacheError, Detail, Writer};
 use lama::NodeTopology;
 use proptest::prelude::*;
 
@@ -65,6 +65,20 @@ fn machines_with_devices_come_back_unchanged() {
         assert_eq!(
             bare.locality, None,
             "{name}: devices skipped when not asked for"
+        );
+        assert_eq!(
+            bare.numa, None,
+            "{name}: NUMA nodes skipped when not asked for"
+        );
+        // --lama-mem=local reads the NUMA nodes alone: hwloc's, without the places and devices.
+        let numa = read(&file, Detail::Numa, Writer::Root).expect("read NUMA nodes");
+        assert_eq!(numa.topology, node, "{name}: topology with NUMA nodes");
+        assert_eq!(numa.locality, None, "{name}: no devices with NUMA nodes");
+        assert_eq!(numa.numa.as_deref(), Some(loc.numa()), "{name}: NUMA nodes");
+        assert_eq!(
+            back.numa.as_deref(),
+            Some(loc.numa()),
+            "{name}: NUMA nodes with devices"
         );
         let mode = std::fs::metadata(&file).expect("meta").permissions().mode();
         assert_eq!(
@@ -281,4 +295,27 @@ fn only_a_cache_root_wrote_is_trusted() {
     lama::cache::prepare_folder(&made, Writer::Root).unwrap();
     let mode = std::fs::metadata(&made).unwrap().permissions().mode();
     assert_eq!(mode & 0o7777, 0o755);
+}
+
+/// The Flux shell names its cache by the XML's content, or a file by its state.
+#[test]
+fn keys_follow_the_content_and_the_file() {
+    let xml = std::fs::read(xml("32em64t-2n8c2t-pci-normalio.xml")).unwrap();
+    let key = lama::cache::xml_key(&xml);
+    assert_eq!(key, lama::cache::xml_key(&xml.clone()));
+    for at in [0, 1, 31, 32, xml.len() / 2, xml.len() - 1] {
+        let mut other = xml.clone();
+        other[at] ^= 1;
+        assert_ne!(lama::cache::xml_key(&other), key, "a byte changed at {at}");
+    }
+    assert_ne!(lama::cache::xml_key(&xml[..xml.len() - 1]), key);
+    let dir = scratch("keys");
+    let f = dir.join("t.xml");
+    std::fs::write(&f, b"one").unwrap();
+    let before = lama::cache::file_key(&std::fs::metadata(&f).unwrap());
+    std::fs::write(&f, b"other").unwrap();
+    assert_ne!(
+        lama::cache::file_key(&std::fs::metadata(&f).unwrap()),
+        before
+    );
 }

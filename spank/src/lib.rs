@@ -15,6 +15,7 @@ use std::error::Error;
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use lama::cache::Detail;
 use lama::environ::{
     exec_limit, export_bytes, tasks_must_check, variable_fits, Group, Withheld, MAX_TASK_MAP_BLOCKS,
 };
@@ -423,8 +424,19 @@ impl Lama {
         // --lama-mem=local reads the node's NUMA nodes from the same source (a bad value fails
         // the step later, in `prepare_memory`).
         let mem = self.settings.mem(&self.user).unwrap_or(false);
-        let (mut topo, mut usable, mut loc, mut source) =
-            node::find(&self.settings, &st.host, devices || mem)?;
+        let detail = match (devices, mem) {
+            (true, _) => Detail::Devices,
+            (false, true) => Detail::Numa,
+            (false, false) => Detail::Topology,
+        };
+        let found = node::find(&self.settings, &st.host, detail)?;
+        let (mut topo, mut usable, mut loc, mut numa, mut source) = (
+            found.topology,
+            found.usable,
+            found.locality,
+            found.numa,
+            found.source,
+        );
         let cores = spank
             .step_alloc_cores()
             .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
@@ -443,14 +455,20 @@ impl Lama {
                 LogLevel::Error,
                 &format!("lama: the topology cache does not describe the cores Slurm gave the step ({e}); probing the machine instead"),
             );
-            (topo, usable, loc, source) = node::probed(devices || mem)?;
+            let found = node::probed(detail)?;
+            (topo, usable, loc, numa, source) = (
+                found.topology,
+                found.usable,
+                found.locality,
+                found.numa,
+                found.source,
+            );
             cpus = cores_to_cpus(&topo, cores, threads);
         }
         st.lap(source);
         if mem {
-            st.numa = loc.as_ref().map(|l| l.numa().to_vec());
+            st.numa = numa;
         }
-        let loc = loc.filter(|_| devices);
         let cpus = cpus
             .and_then(|c| usable_cpus(c, &usable))
             .map_err(|e| e.to_string())?;

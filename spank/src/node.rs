@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use lama::cache::{self, Writer};
-use lama::locality::Locality;
+use lama::cache::{self, Detail, Writer};
+use lama::locality::{Locality, Numa};
 use lama::slurm_step::Settings;
 use lama::NodeTopology;
 use slurm_spank::LogLevel;
@@ -13,9 +13,15 @@ use crate::log;
 
 use crate::{affinity, probe};
 
-/// A node's topology, the CPUs this slurmstepd may use, its devices when asked for, and where
-/// they came from.
-pub type NodeFound = (NodeTopology, Vec<u32>, Option<Locality>, &'static str);
+/// A node's topology, the CPUs this slurmstepd may use, its devices and NUMA nodes when asked
+/// for, and where they came from.
+pub struct NodeFound {
+    pub topology: NodeTopology,
+    pub usable: Vec<u32>,
+    pub locality: Option<Locality>,
+    pub numa: Option<Vec<Numa>>,
+    pub source: &'static str,
+}
 
 /// The cache of this host. A slurmd told to read a declared machine (`HWLOC_XMLFILE` in its
 /// environment, which its slurmstepds inherit) keeps it under a name of its own, so that it is
@@ -32,29 +38,35 @@ fn cache_file(settings: &Settings, host: &str) -> Option<PathBuf> {
     Some(dir.join(name))
 }
 
-/// The node's topology, the CPUs this slurmstepd may use and, when `devices`, the node's
-/// devices: `topology=FILE`, else slurmd's cache of the whole machine (no hwloc at all), else
-/// a probe of the machine.
-pub fn find(settings: &Settings, host: &str, devices: bool) -> Result<NodeFound, String> {
+/// The node's topology, the CPUs this slurmstepd may use and what `detail` asks of its NUMA
+/// nodes and devices: `topology=FILE`, else slurmd's cache of the whole machine (no hwloc at
+/// all), else a probe of the machine.
+pub fn find(settings: &Settings, host: &str, detail: Detail) -> Result<NodeFound, String> {
     if let Some(path) = &settings.topology {
-        let n = probe::node(Some(path), devices)?;
-        let all = n.topology.cpus();
-        return Ok((
-            n.topology,
-            all,
-            n.locality,
-            "topology from its file (hwloc)",
-        ));
+        let n = probe::node(Some(path), detail)?;
+        let usable = n.topology.cpus();
+        return Ok(NodeFound {
+            topology: n.topology,
+            usable,
+            locality: n.locality,
+            numa: n.numa,
+            source: "topology from its file (hwloc)",
+        });
     }
     // A missing cache is normal (slurmd not restarted since lama was installed); anything else
     // found there is read, and reported when it cannot be used.
     if let Some(file) = cache_file(settings, host).filter(|f| f.symlink_metadata().is_ok()) {
-        let read = cache::read(&file, devices, Writer::Root)
+        let read = cache::read(&file, detail, Writer::Root)
             .map_err(|e| e.to_string())
             .and_then(|n| {
                 let allowed = affinity::allowed()?;
-                cache::check_fresh(&n.topology, host, &allowed)
-                    .map(|_| (n.topology, allowed, n.locality, FROM_CACHE))
+                cache::check_fresh(&n.topology, host, &allowed).map(|_| NodeFound {
+                    topology: n.topology,
+                    usable: allowed,
+                    locality: n.locality,
+                    numa: n.numa,
+                    source: FROM_CACHE,
+                })
             });
         match read {
             Ok(found) => return Ok(found),
@@ -64,7 +76,7 @@ pub fn find(settings: &Settings, host: &str, devices: bool) -> Result<NodeFound,
             ),
         }
     }
-    probed(devices)
+    probed(detail)
 }
 
 /// Where [`find`] says a topology came from when slurmd's cache served it.
@@ -72,12 +84,18 @@ pub const FROM_CACHE: &str = "topology from the cache";
 
 /// The machine as the hwloc helper sees it now: what a step uses when no cache serves it, or
 /// when the cache turns out not to describe the cores Slurm gave the step.
-pub fn probed(devices: bool) -> Result<NodeFound, String> {
-    let n = probe::node(None, devices)?;
-    let allowed = n
+pub fn probed(detail: Detail) -> Result<NodeFound, String> {
+    let n = probe::node(None, detail)?;
+    let usable = n
         .allowed
         .ok_or("lama's hwloc helper did not say which CPUs the step may use")?;
-    Ok((n.topology, allowed, n.locality, "topology probed (hwloc)"))
+    Ok(NodeFound {
+        topology: n.topology,
+        usable,
+        locality: n.locality,
+        numa: n.numa,
+        source: "topology probed (hwloc)",
+    })
 }
 
 /// In slurmd at start-up (as root): save the machine's topology for the steps to load.
@@ -91,7 +109,7 @@ pub fn write_cache(settings: &Settings) {
         None => Ok(()),
     };
     let saved = made.and_then(|_| {
-        let n = probe::node(None, true)?;
+        let n = probe::node(None, Detail::Devices)?;
         let loc = n.locality.ok_or("lama's hwloc helper read no devices")?;
         cache::write(&file, &n.topology.with_name(&host), &loc, Writer::Root)
             .map_err(|e| e.to_string())

@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use lama::cache::{decode, Node, PROBE_DEVICES, PROBE_WHOLE};
+use lama::cache::{decode, Detail, Node, PROBE_DEVICES, PROBE_WHOLE};
 
 /// The helper's file name, in the plugin's folder.
 pub const FILE: &str = "liblama_probe.so";
@@ -25,8 +25,9 @@ struct Helper {
 static HELPER: OnceLock<Result<Helper, String>> = OnceLock::new();
 
 /// The node at `xml`, or this machine (every CPU, with the ones this process may use) when
-/// `xml` is `None`; with its devices when `devices`.
-pub fn node(xml: Option<&Path>, devices: bool) -> Result<Node, String> {
+/// `xml` is `None`; with its NUMA nodes or devices as `detail` says.
+pub fn node(xml: Option<&Path>, detail: Detail) -> Result<Node, String> {
+    let devices = detail != Detail::Topology;
     let flags =
         if devices { PROBE_DEVICES } else { 0 } | if xml.is_none() { PROBE_WHOLE } else { 0 };
     let text = call(xml, |helper, path, out| {
@@ -34,7 +35,7 @@ pub fn node(xml: Option<&Path>, devices: bool) -> Result<Node, String> {
         // signature; `path` is null or a live C string, `out` a live pointer slot.
         unsafe { (helper.probe)(path, flags, out) }
     })?;
-    decode(&text, "lama's hwloc helper's answer", devices).map_err(|e| e.to_string())
+    decode(&text, "lama's hwloc helper's answer", detail).map_err(|e| e.to_string())
 }
 
 /// Calls one of the helper's functions with the topology file's path (null for this machine)

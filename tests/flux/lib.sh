@@ -13,13 +13,14 @@ ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
 
 # A userrc that loads the plugin, with an optional Lua conf table's contents ("topology = ...").
+# Its topology cache is the test's own (no test reads what an earlier run left) unless named.
 userrc() {
-  local file=$work/$1.lua
-  echo "plugin.load { file = \"$plugin\", conf = { ${2:-} } }" > "$file"
+  local file=$work/$1.lua conf=${2:-}
+  [[ $conf == *cache* ]] || conf="${conf:+$conf, }cache = \"$work/cache-%u\""
+  echo "plugin.load { file = \"$plugin\", conf = { $conf } }" > "$file"
   echo "$file"
 }
-# The plugin's cache in the test's own folder: no test reads what an earlier run left.
-urc=$(userrc plain "cache = \"$work/cache-%u\"")
+urc=$(userrc plain)
 
 # RFC 34 map -> "task node" lines, one per task, by this script's own reading of the format.
 decode_map() {

@@ -12,7 +12,7 @@ source "$(dirname "$0")/lib.sh" "$1" "$2"
 
 cluster
 echo "# Slurm $(srun --version | awk '{print $2}'): srun ... flux start, lama on in both layers"
-echo "plugin.load { file = \"$flux_plugin\" }" > "$work/lama.lua"
+echo "plugin.load { file = \"$flux_plugin\", conf = { cache = \"$work/cache-%u\" } }" > "$work/lama.lua"
 all_cpus=0-$(($(nproc) - 1))
 # Inside the instance: each broker's view (run on every node by flux exec), then one job placed
 # by lama's Flux plugin, each task's CPUs.

@@ -19,7 +19,7 @@ use thiserror::Error;
 
 mod files;
 
-pub use files::{check_fresh, prepare_folder, read, source_key, write, xml_key, Writer};
+pub use files::{check_fresh, file_key, prepare_folder, read, source_key, write, xml_key, Writer};
 
 use crate::idset::{format_list, in_table, join_commas, table_of};
 use crate::level::Level;
@@ -191,6 +191,36 @@ pub const PROBE_DEVICES: u32 = 1;
 /// over the whole node).
 pub const PROBE_WHOLE: u32 = 2;
 
+/// How much of a node to read: the topology alone (every step), with its NUMA nodes
+/// (`--lama-mem=local`: a few numbers of the devices line, whose places and devices are skipped
+/// unread), or with all its devices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// The first line only.
+    Topology,
+    /// The topology and its NUMA nodes.
+    Numa,
+    /// The topology, its places, NUMA nodes and distances, and its devices.
+    Devices,
+}
+
+impl From<bool> for Detail {
+    /// `true`: with the devices.
+    fn from(devices: bool) -> Detail {
+        if devices {
+            Detail::Devices
+        } else {
+            Detail::Topology
+        }
+    }
+}
+
+/// The devices line's NUMA nodes alone; serde skips the rest of the line without building it.
+#[derive(Deserialize)]
+struct NumaOnly {
+    numa: Vec<(u32, String)>,
+}
+
 /// A node as the cache and the hwloc probe describe it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
@@ -198,6 +228,8 @@ pub struct Node {
     pub topology: NodeTopology,
     /// Its places, NUMA distances and devices, when they were read.
     pub locality: Option<Locality>,
+    /// Its NUMA nodes, when they were read ([`Detail::Numa`] or [`Detail::Devices`]).
+    pub numa: Option<Vec<Numa>>,
     /// The CPUs the process that read it may use, when it says.
     pub allowed: Option<Vec<u32>>,
 }
@@ -400,7 +432,8 @@ fn decode_places(d: &Devices, pus: &[u32]) -> Result<PlaceTable, String> {
 /// Reads the text of a node (from [`encode`]), checking that it describes a sane machine;
 /// `source` names it in errors. Its devices are read only when `devices` (then they must be
 /// there); otherwise they are skipped, unread.
-pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheError> {
+pub fn decode(text: &str, source: &str, detail: impl Into<Detail>) -> Result<Node, CacheError> {
+    let detail = detail.into();
     let invalid = |reason: String| CacheError::Invalid {
         path: source.to_string(),
         reason,
@@ -441,26 +474,36 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
         .map(|a| cpus(&a, &known))
         .transpose()
         .map_err(|e| invalid(format!("allowed CPUs: {e}")))?;
-    let locality = match devices_text.filter(|_| devices) {
-        None if devices => return Err(invalid("it has no devices".into())),
+    let numa_of = |list: Vec<(u32, String)>| {
+        if list.len() > MAX_NUMA {
+            return Err(invalid(format!("more than {MAX_NUMA} NUMA nodes")));
+        }
+        list.into_iter()
+            .map(|(os_index, list)| {
+                Ok(Numa {
+                    os_index,
+                    cpus: cpus(&list, &known)?,
+                })
+            })
+            .collect::<Result<Vec<Numa>, String>>()
+            .map_err(|e| invalid(format!("NUMA nodes: {e}")))
+    };
+    let devices_text = devices_text.filter(|_| detail != Detail::Topology);
+    if detail != Detail::Topology && devices_text.is_none() {
+        return Err(invalid("it has no devices".into()));
+    }
+    let mut numa_only = None;
+    let locality = match devices_text {
         None => None,
+        Some(raw) if detail == Detail::Numa => {
+            let d: NumaOnly = serde_json::from_str(raw).map_err(|e| invalid(e.to_string()))?;
+            numa_only = Some(numa_of(d.numa)?);
+            None
+        }
         Some(raw) => {
             let d: Devices = serde_json::from_str(raw).map_err(|e| invalid(e.to_string()))?;
             let places = decode_places(&d, &pus).map_err(|e| invalid(format!("places: {e}")))?;
-            if d.numa.len() > MAX_NUMA {
-                return Err(invalid(format!("more than {MAX_NUMA} NUMA nodes")));
-            }
-            let numa: Vec<Numa> = d
-                .numa
-                .into_iter()
-                .map(|(os_index, list)| {
-                    Ok(Numa {
-                        os_index,
-                        cpus: cpus(&list, &known)?,
-                    })
-                })
-                .collect::<Result<_, String>>()
-                .map_err(|e| invalid(format!("NUMA nodes: {e}")))?;
+            let numa = numa_of(d.numa)?;
             if d.devices.iter().any(|dev| dev.place >= places.parent.len()) {
                 return Err(invalid(
                     "a device hangs off a place that does not exist".into(),
@@ -484,9 +527,11 @@ pub fn decode(text: &str, source: &str, devices: bool) -> Result<Node, CacheErro
             Some(Locality::from_table(places, numa, latency, d.devices))
         }
     };
+    let numa = numa_only.or_else(|| locality.as_ref().map(|l| l.numa().to_vec()));
     Ok(Node {
         topology: NodeTopology::from_parts(&f.name, pus, levels),
         locality,
+        numa,
         allowed,
     })
 }

@@ -139,6 +139,6 @@ pub const SETTINGS: [SettingInfo; 22] = [
     SettingInfo { key: "taskmap", value: "yes|no", meaning: "export TASK_MAP to every step's tasks (default yes)" },
     SettingInfo { key: "verbose", value: "yes|no", meaning: "every step reports its bindings as with --lama-verbose (default no)" },
     SettingInfo { key: "topology", value: "FILE", meaning: "place on this hwloc XML instead of the machine: CPUs are computed and exported, not bound (what-if clusters)" },
-    SettingInfo { key: "cache", value: "DIR|none", meaning: "where slurmd saves the machine's topology at start for the steps to load (default /run/lama); used only when root owns the folder and the file, no one else may write to them and neither is a symbolic link" },
+    SettingInfo { key: "cache", value: "DIR|none", meaning: "where slurmd saves the machine's topology at start for the steps to load (default /run/lama); used only when root owns the folder and the file, no one else may write to them and neither is a symbolic link; under Flux, where each job's shell keeps what it read of its node's XML (default /tmp/lama-%u, %u the user id; trusted when root or that user owns it)" },
     SettingInfo { key: "weights", value: "FILE", meaning: "device weights (OBJECT ----W---> DEVICE lines) for NIC and GPU choice" },
 ];
