@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Command};
-use lama::slurm_step::{OPTIONS, SETTINGS};
+use lama::plugin::{OPTIONS, SETTINGS};
 
 /// Write the manual pages and shell completions.
 #[derive(Args)]

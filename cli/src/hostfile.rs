@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use lama::hostfile::{map, parse_host_list, parse_layout, Allocation, HostfileError, Mapper};
+use lama::slurm::hostfile::{
+    map, parse_host_list, parse_layout, Allocation, HostfileError, Mapper,
+};
 use serde_json::json;
 
 use crate::plan::{print_json_error, Format};

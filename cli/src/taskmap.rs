@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use lama::slurm_layout::{expand_hostlist, StepEnv};
+use lama::slurm::{expand_hostlist, StepEnv};
 use lama::taskmap::{format_ranges, parse_any, pmi, raw, TaskMap};
 
 use crate::env;

@@ -172,7 +172,7 @@ fn generate_writes_manual_pages_and_completions_from_the_code() {
         );
     }
     let spank = std::fs::read_to_string(dir.join("man8/lama-spank.8")).expect("page");
-    for o in lama::slurm_step::OPTIONS {
+    for o in lama::plugin::OPTIONS {
         let name = o.name.replace('-', "\\-");
         assert!(
             spank.contains(&format!("\\-\\-lama\\-{name}")),
@@ -180,7 +180,7 @@ fn generate_writes_manual_pages_and_completions_from_the_code() {
             o.name
         );
     }
-    for s in lama::slurm_step::SETTINGS {
+    for s in lama::plugin::SETTINGS {
         let key = s.key.replace('-', "\\-");
         assert!(
             spank.contains(&format!(".B {key}=")),

@@ -239,8 +239,8 @@ fn the_checks_themselves() {
 fn the_reference_lists_every_option_and_argument_as_the_code_says() {
     let page = std::fs::read_to_string(root().join("docs/reference.md")).expect("reference");
     let cell = |s: &str| s.replace('|', "\\|");
-    for o in lama::slurm_step::OPTIONS {
-        let env = lama::slurm_step::env_name(o.name);
+    for o in lama::plugin::OPTIONS {
+        let env = lama::plugin::env_name(o.name);
         let opt = match o.arg {
             Some(a) => format!("`--lama-{}`=`{}`", o.name, cell(a)),
             None => format!("`--lama-{}`", o.name),
@@ -255,7 +255,7 @@ fn the_reference_lists_every_option_and_argument_as_the_code_says() {
             "docs/reference.md lacks the row\n{row}"
         );
     }
-    for s in lama::slurm_step::SETTINGS {
+    for s in lama::plugin::SETTINGS {
         let row = format!("| `{}={}` | {} |", s.key, cell(s.value), cell(s.meaning));
         assert!(
             page.contains(&row),

@@ -11,7 +11,7 @@
 //! | `task.init` | each task's variables, sized to fit its environment |
 //! | `task.exec` | in the task's process: binding, and the `lama.verbose` line |
 //!
-//! Every decision is the `lama` library's (`lama::flux_job`, `lama::slurm_step`); this crate
+//! Every decision is the `lama` library's (`lama::flux`, `lama::plugin`); this crate
 //! only talks to Flux ([`ffi`]). A bad option or a failed placement fails the job before any
 //! task starts, with the reason in a job exception; no panic reaches the shell.
 
@@ -19,8 +19,8 @@ use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
-use lama::flux_job::{cache_folder, flux_words, settings, user_options};
-use lama::slurm_step::{GpuVisibility, Options, Placing, Settings, ThreadRequest};
+use lama::flux::{cache_folder, flux_words, settings, user_options};
+use lama::plugin::{GpuVisibility, Options, Placing, Settings, ThreadRequest};
 
 /// A line on a task's stderr, bounded like every log line (`lama::quote`).
 macro_rules! say {

@@ -6,18 +6,16 @@ use std::time::{Duration, Instant};
 
 use lama::cache::{self, Writer};
 use lama::environ::{exec_limit, own_stack_limit, ExecSize, Group};
-use lama::flux_job::{
-    cores_per_node, cores_per_slot, flux_words, given_gpus, scheme_map, RankInfo,
-};
+use lama::flux::{cores_per_node, cores_per_slot, flux_words, given_gpus, scheme_map, RankInfo};
 use lama::idset::format_list;
 use lama::locality::{AllowedGpus, Locality, Weights};
 use lama::memory::local_nodes;
 use lama::openmp::plan_threads;
-use lama::policy::gpus_of;
-use lama::slurm_step::{
+use lama::plugin::{
     auto_devices, auto_threads, auto_workers, choose_among, cores_to_cpus, place_auto, place_node,
     usable_cpus, Placing, TaskBinding,
 };
+use lama::policy::gpus_of;
 use lama::NodeTopology;
 use serde_json::Value;
 
@@ -309,7 +307,7 @@ impl Node {
         groups: &mut [Vec<Group>],
     ) -> Result<(), String> {
         let replace = config.threads.is_some_and(|t| t.replace);
-        self.omp_kept = lama::slurm_step::OMP_VARIABLES
+        self.omp_kept = lama::plugin::OMP_VARIABLES
             .into_iter()
             .filter(|k| !replace && shell.getenv(k).is_some())
             .collect();
@@ -351,12 +349,10 @@ fn topology(
     config: &Config,
 ) -> Result<(NodeTopology, Locality, &'static str), String> {
     let writer = Writer::User(affinity::user_id());
-    let path = config.settings.topology.as_deref();
     // A file is known by its state, without reading it; the shell's XML by its content.
-    let mut xml = None;
-    let key = match path {
+    let (source, key) = match config.settings.topology.as_deref() {
         Some(p) => match std::fs::metadata(p) {
-            Ok(m) => cache::file_key(&m),
+            Ok(m) => (Xml::File(p), cache::file_key(&m)),
             Err(_) => return parse(p.display().to_string(), read_file(p)?, None, writer),
         },
         None => {
@@ -364,8 +360,7 @@ fn topology(
                 .hwloc_xml()
                 .ok_or("the shell has no hwloc XML of its node")?;
             let k = cache::xml_key(text.as_bytes());
-            xml = Some(text);
-            k
+            (Xml::Shell(text), k)
         }
     };
     let file = config
@@ -383,11 +378,16 @@ fn topology(
             ),
         }
     }
-    match (xml, path) {
-        (Some(text), _) => parse("this node's hwloc XML".into(), text, file, writer),
-        (None, Some(p)) => parse(p.display().to_string(), read_file(p)?, file, writer),
-        (None, None) => Err("internal error: no XML to read (a bug in lama)".into()),
+    match source {
+        Xml::Shell(text) => parse("this node's hwloc XML".into(), text, file, writer),
+        Xml::File(p) => parse(p.display().to_string(), read_file(p)?, file, writer),
     }
+}
+
+/// Where a node's XML comes from: the shell's copy, or a `topology=FILE` not read yet.
+enum Xml<'a> {
+    Shell(String),
+    File(&'a std::path::Path),
 }
 
 fn read_file(path: &std::path::Path) -> Result<String, String> {

@@ -5,9 +5,9 @@
 //! shell rank 0's; a task's own line is its own.
 
 use lama::environ::fit;
-use lama::flux_job::flux_words;
+use lama::flux::flux_words;
 use lama::idset::format_list;
-use lama::slurm_step::{placed_in, verbose_extras};
+use lama::plugin::{placed_in, verbose_extras};
 use serde_json::Value;
 
 use crate::affinity;

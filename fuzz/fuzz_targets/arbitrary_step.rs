@@ -5,7 +5,7 @@
 //! costs much memory or time is a finding, not only a crash.
 #![no_main]
 use lama::environ::MAX_TASK_MAP_BLOCKS;
-use lama::slurm_layout::{expand_counts, StepEnv};
+use lama::slurm::{expand_counts, StepEnv};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {

@@ -2,7 +2,7 @@
 //! instance's `lama` configuration (JSON), the shell's rank info and the job's resource set R.
 //! Input: four parts separated by lines `---`. Run with libFuzzer's memory limits.
 #![no_main]
-use lama::flux_job::{cores_per_node, settings, user_options, RankInfo};
+use lama::flux::{cores_per_node, settings, user_options, RankInfo};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {

@@ -2,7 +2,7 @@
 //! mapped: every task lands on a host of the allocation, and without oversubscription no host
 //! gets more tasks than its slots. Input: allocation, a line `---`, then the layout.
 #![no_main]
-use lama::hostfile::{map, parse_host_list, parse_layout, Allocation, Mapper};
+use lama::slurm::hostfile::{map, parse_host_list, parse_layout, Allocation, Mapper};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: (u8, u16, &str)| {

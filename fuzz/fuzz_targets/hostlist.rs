@@ -1,7 +1,7 @@
 //! Slurm hostlist expressions: never more names than the limit, none containing a bracket or
 //! comma when the expression parsed.
 #![no_main]
-use lama::slurm_layout::expand_hostlist_within;
+use lama::slurm::expand_hostlist_within;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {

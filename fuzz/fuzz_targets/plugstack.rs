@@ -2,7 +2,7 @@
 //! threads and devices, as the plugin does. Input: the argument line, a line `---`, then
 //! `name=value` option lines.
 #![no_main]
-use lama::slurm_options::{Options, Settings};
+use lama::plugin::options::{Options, Settings};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: (u16, &str)| {

@@ -1,9 +1,9 @@
 //! `SLURM_HOSTFILE` contents (one host per task, `host*N`, hostlists) and allocation files
 //! (`host slots=N`); the map every node streams from a host file equals the per-task layout's.
 #![no_main]
-use lama::hostfile::Allocation;
-use lama::slurm_layout::{layout, read_hostfile_within, Distribution};
-use lama::step_map::{arbitrary_map, HostFile};
+use lama::slurm::hostfile::Allocation;
+use lama::slurm::{layout, read_hostfile_within, Distribution};
+use lama::slurm::step_map::{arbitrary_map, HostFile};
 use lama::taskmap::TaskMap;
 use libfuzzer_sys::fuzz_target;
 

@@ -2,7 +2,7 @@
 //! plane put exactly each node's count of tasks on it, and the map every node computes without
 //! one entry per task (`step_taskmap`) is the per-task layout's.
 #![no_main]
-use lama::slurm_layout::{expand_counts, layout, step_taskmap, Distribution};
+use lama::slurm::{expand_counts, layout, step_taskmap, Distribution};
 use lama::taskmap::TaskMap;
 use libfuzzer_sys::fuzz_target;
 

@@ -8,7 +8,7 @@ mod uv;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use lama::cache;
-use lama::slurm_layout::StepEnv;
+use lama::slurm::StepEnv;
 use uv::Uv;
 
 fn node(c: &mut Criterion) {

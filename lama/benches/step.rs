@@ -10,7 +10,7 @@ use std::io::Write;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use lama::environ::MAX_TASK_MAP_BLOCKS;
-use lama::slurm_layout::StepEnv;
+use lama::slurm::StepEnv;
 use lama::taskmap::rfc34;
 
 const NODES: u32 = 4096;

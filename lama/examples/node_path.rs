@@ -9,7 +9,7 @@ use std::path::Path;
 
 use lama::cache;
 use lama::locality::Locality;
-use lama::slurm_step::{NodeDevices, TaskBinding};
+use lama::plugin::{NodeDevices, TaskBinding};
 use uv::Uv;
 
 fn main() {

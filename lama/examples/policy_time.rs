@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use lama::cache::{decode, encode};
+use lama::plugin::place_auto;
 use lama::policy::gpus_of;
-use lama::slurm_step::place_auto;
 use lama::NodeTopology;
 
 fn median(mut v: Vec<Duration>) -> Duration {

@@ -6,7 +6,7 @@
 //! with a host file of the step's hosts `n1`..`nNODES` (see BENCHMARKS.md for one made by awk).
 
 use lama::environ::MAX_TASK_MAP_BLOCKS;
-use lama::slurm_layout::StepEnv;
+use lama::slurm::StepEnv;
 use lama::taskmap::rfc34;
 
 /// VmHWM, the process's peak resident size, in kB.

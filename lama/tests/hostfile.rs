@@ -1,7 +1,7 @@
 //! Relative host indexing and the seq / round-robin mappers. Expected hosts are worked out by hand
 //! from the rules (and, for the seed's examples, copied from PRRTE's documentation).
 
-use lama::hostfile::{
+use lama::slurm::hostfile::{
     map, parse_host_list, parse_layout, slurm_hostfile, Allocation, Entry, Host, HostfileError,
     Mapper, Target,
 };

@@ -8,8 +8,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Mutex;
 
-use lama::slurm_layout::{expand_hostlist_within, read_hostfile_within, StepEnv};
-use lama::step_map::{arbitrary_map_within, counts_map_within, HostFile};
+use lama::slurm::step_map::{arbitrary_map_within, counts_map_within, HostFile};
+use lama::slurm::{expand_hostlist_within, read_hostfile_within, StepEnv};
 
 /// System's allocator, counting the bytes the measuring thread has in use and their peak (other
 /// tests run on other threads meanwhile: their allocations must not count).
@@ -228,7 +228,7 @@ fn a_25_kb_tasks_per_node_string_is_bounded() {
     // Descending, the nodes that finish drop off the end: a map of one block per round, within
     // the bounds.
     let desc: Vec<u32> = (1..=5200).rev().collect();
-    let dist = lama::slurm_layout::Distribution::Cyclic;
+    let dist = lama::slurm::Distribution::Cyclic;
     let (r, bytes) = peak(|| counts_map_within(&desc, &dist, lama::environ::MAX_TASK_MAP_BLOCKS));
     let blocks = r.flatten().map(|m| m.blocks().len());
     assert_eq!(blocks, Some(5200));

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use lama::limits::{self, MAX_NODES, MAX_SYNTHETIC_PUS, MAX_TASKS};
-use lama::slurm_layout::{expand_counts, expand_hostlist, read_hostfile};
+use lama::slurm::{expand_counts, expand_hostlist, read_hostfile};
 use lama::taskmap::{parse_any, pmi, raw, rfc34};
 use lama::NodeTopology;
 
@@ -138,16 +138,20 @@ fn fuzzer_findings() {
     let e = expand_hostlist("a[1-[2]]").unwrap_err().to_string();
     assert!(e.contains("'[' inside brackets"), "{e}");
     // 5.5M names on one host file line: refused at a lower limit, once that many are made.
-    let e = lama::slurm_layout::read_hostfile_within("~\u{1}\u{14}[1-5555560]*1#\nn0", 1000)
+    let e = lama::slurm::read_hostfile_within("~\u{1}\u{14}[1-5555560]*1#\nn0", 1000)
         .unwrap_err()
         .to_string();
     assert!(e.contains("past 1000 tasks"), "{e}");
     // `h*0` names a plain host for no task in the streamed map as in the collected list (the
     // fuzzer's first finding once names were made one at a time).
     let text = "\u{1}*0\n=3 ncmo\n";
-    let hosts = lama::slurm_layout::read_hostfile(text).unwrap();
+    let hosts = lama::slurm::read_hostfile(text).unwrap();
     assert_eq!(hosts, ["=3", "ncmo"]);
-    let map = lama::step_map::arbitrary_map(&[1, 1], &hosts, lama::step_map::HostFile::Text(text));
+    let map = lama::slurm::step_map::arbitrary_map(
+        &[1, 1],
+        &hosts,
+        lama::slurm::step_map::HostFile::Text(text),
+    );
     assert_eq!(map.unwrap().total_tasks(), 2);
     // The control characters of the entry are escaped in the message.
     assert!(e.contains("~\\u{1}\\u{14}[1-5555560]*1"), "{e}");
@@ -157,7 +161,7 @@ fn fuzzer_findings() {
 /// tests/slurm/faults.sh).
 #[test]
 fn a_user_plane_size_is_ignored_outside_plane_steps() {
-    let env = lama::slurm_layout::StepEnv {
+    let env = lama::slurm::StepEnv {
         tasks_per_node: Some("2(x2)".into()),
         distribution: Some("block".into()),
         plane_size: Some("x".into()),

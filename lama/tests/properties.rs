@@ -195,7 +195,7 @@ proptest! {
         shuffled.reverse();
         let mut r = req.clone();
         r.oversubscribe = true;
-        match lama::slurm_step::place_node(&t, &step, &r, &shuffled, false) {
+        match lama::plugin::place_node(&t, &step, &r, &shuffled, false) {
             Ok(tasks) => {
                 let got: Vec<u32> = tasks.iter().map(|b| b.rank).collect();
                 prop_assert_eq!(got, ranks.iter().copied().collect::<Vec<_>>());
@@ -205,7 +205,7 @@ proptest! {
                 }
             }
             // A binding level the restricted node lacks entirely is the only acceptable failure.
-            Err(lama::slurm_step::StepError::Placement(PlacementError::NoResources { .. })) => {}
+            Err(lama::plugin::StepError::Placement(PlacementError::NoResources { .. })) => {}
             Err(e) => prop_assert!(false, "unexpected error {e}"),
         }
     }

@@ -1,4 +1,4 @@
-//! A step's map computed without one entry per task (`lama::step_map`, what every node's
+//! A step's map computed without one entry per task (`lama::slurm::step_map`, what every node's
 //! slurmstepd runs) equals the per-task definition (`slurm_layout::layout`, encoded), for any
 //! counts, distribution and host file; and Slurm's inputs are read at the sizes of the largest
 //! jobs: tasks per node with many runs, node lists of thousands of hosts, a host file of a
@@ -6,8 +6,8 @@
 
 use std::io::Write;
 
-use lama::slurm_layout::{layout, step_taskmap, Distribution, StepEnv};
-use lama::step_map::{arbitrary_map, HostFile};
+use lama::slurm::step_map::{arbitrary_map, HostFile};
+use lama::slurm::{layout, step_taskmap, Distribution, StepEnv};
 use lama::taskmap::{MapBuilder, TaskMap};
 use proptest::prelude::*;
 
@@ -183,7 +183,7 @@ fn interleaved(lines: usize) -> (Vec<u32>, String) {
 #[test]
 fn a_map_too_long_to_export_is_not_read_to_the_end() {
     use lama::environ::{variable_fits, Withheld, MAX_TASK_MAP_BLOCKS};
-    use lama::step_map::arbitrary_map_within;
+    use lama::slurm::step_map::arbitrary_map_within;
     let hosts: Vec<String> = (1..=10).map(|i| format!("n{i}")).collect();
     let within = |lines: usize| {
         let (counts, text) = interleaved(lines);

@@ -1,7 +1,7 @@
 //! Task maps against Flux RFC 34's test vectors and the PMI table of its background section,
 //! and Slurm layouts against the examples in the issue and in `slurm-sandbox.md`.
 
-use lama::slurm_layout::{expand_counts, expand_hostlist, layout, step_taskmap, Distribution};
+use lama::slurm::{expand_counts, expand_hostlist, layout, step_taskmap, Distribution};
 use lama::taskmap::{parse_any, pmi, raw, rfc34, TaskMap};
 
 /// (raw, RFC 34) from RFC 34's "Test Vectors" table.

@@ -5,10 +5,10 @@
 
 use lama::locality::allowed_gpus;
 use lama::memory::local_nodes;
-use lama::policy::gpus_of;
-use lama::slurm_step::{
+use lama::plugin::{
     auto_devices, auto_threads, auto_workers, mem_bind_conflict, place_auto, Options, Settings,
 };
+use lama::policy::gpus_of;
 
 use crate::{affinity, Devices, Lama, Step};
 use slurm_spank::SpankHandle;

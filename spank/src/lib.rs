@@ -3,7 +3,7 @@
 //! step, loads the node's NICs and GPUs when asked for, and computes the step's `TASK_MAP`; per
 //! task it binds, chooses the task's nearest devices among those Slurm gave it, and exports
 //! `TASK_MAP`, `LAMA_CPUS` and the device variables. All decisions are made by
-//! `lama::slurm_step`; this crate only talks to Slurm.
+//! `lama::plugin`; this crate only talks to Slurm.
 //!
 //! Failures never unwind into Slurm: a placement error is kept, said once per node by the first
 //! task to start there, and every task of the node then ends before the user's program runs
@@ -21,11 +21,11 @@ use lama::environ::{
 };
 use lama::locality::{gpus_per_task, Locality, Weights};
 use lama::openmp::plan_threads;
-use lama::slurm_layout::StepEnv;
-use lama::slurm_step::{
-    check_step_map, choose_devices, cores_to_cpus, place_node, usable_cpus, GpuVisibility,
-    MapCheck, NodeDevices, Options, Placing, Settings, TaskBinding,
+use lama::plugin::{
+    choose_devices, cores_to_cpus, place_node, usable_cpus, GpuVisibility, NodeDevices, Options,
+    Placing, Settings, TaskBinding,
 };
+use lama::slurm::{check_step_map, MapCheck, StepEnv};
 use lama::taskmap::{rfc34, TaskMap};
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle};
 
@@ -188,7 +188,7 @@ impl Lama {
             Ok(Placing::LeftAlone)
         ) || !matches!(self.settings.devices(&self.user), Ok((0, 0)))
             || !matches!(self.settings.threads(&self.user), Ok(None));
-        let note = asked.then(|| lama::launcher::daemon_note(what));
+        let note = asked.then(|| lama::slurm::launcher::daemon_note(what));
         if let Some(n) = &note {
             log(LogLevel::Info, &format!("lama: {n}"));
         }
@@ -544,7 +544,7 @@ unsafe impl Plugin for Lama {
             let env: Vec<(String, String)> = std::env::vars_os()
                 .filter(|(k, _)| {
                     k.as_encoded_bytes()
-                        .starts_with(lama::slurm_step::ENV_PREFIX.as_bytes())
+                        .starts_with(lama::plugin::ENV_PREFIX.as_bytes())
                 })
                 .map(|(k, v)| {
                     (

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use lama::cache::{self, Detail, Writer};
 use lama::locality::{Locality, Numa};
-use lama::slurm_step::Settings;
+use lama::plugin::Settings;
 use lama::NodeTopology;
 use slurm_spank::LogLevel;
 

@@ -7,7 +7,7 @@
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::Mutex;
 
-use lama::slurm_step::{Options, OPTIONS};
+use lama::plugin::{Options, OPTIONS};
 use slurm_spank::spank_sys::{self, spank_t};
 
 /// What Slurm handed the callback, by option: `None` not given, `Some(None)` a flag given,

@@ -116,7 +116,7 @@ enum Entry {
 }
 
 fn classify(s: &[u8]) -> Option<Entry> {
-    if s.starts_with(lama::slurm_step::ENV_PREFIX.as_bytes()) {
+    if s.starts_with(lama::plugin::ENV_PREFIX.as_bytes()) {
         return Some(Entry::Setting);
     }
     INHERITED
@@ -158,7 +158,7 @@ pub fn launcher_daemon() -> Option<&'static str> {
     }
     // SAFETY: a non-NULL entry is a NUL-terminated string owned by Slurm for the callback.
     let argv0 = unsafe { CStr::from_ptr(p) }.to_bytes();
-    lama::launcher::launcher_daemon(argv0, || {
+    lama::slurm::launcher::launcher_daemon(argv0, || {
         // SAFETY: entry 0 was not the terminating NULL, so entry 1 exists (a string or NULL).
         let q = unsafe { *argv.add(1) };
         // SAFETY: as for entry 0.

@@ -14,7 +14,8 @@
 
 use lama::environ::{fit, ExecSize, Group};
 use lama::idset::format_list;
-use lama::slurm_step::{check_task, cpu_bind_env, placed_in, verbose_extras, OMP_VARIABLES};
+use lama::plugin::{placed_in, verbose_extras, OMP_VARIABLES};
+use lama::slurm::{check_task, cpu_bind_env};
 use slurm_spank::SpankHandle;
 
 use crate::once::{stop_task, Once};

@@ -3,11 +3,11 @@
 //! every GPU of a node counted as the step's, `--threads` as each task's workers.
 
 use lama::idset::{format_list, parse_list};
-use lama::launcher::RankPlace;
 use lama::locality::{Kind, Locality};
 use lama::openmp::{ProcBind, ThreadPlan, Threads};
+use lama::plugin::{auto_threads, auto_workers, place_auto, AutoPlaced, ThreadRequest};
 use lama::policy::{gpus_of, PolicyGpu};
-use lama::slurm_step::{auto_threads, auto_workers, place_auto, AutoPlaced, ThreadRequest};
+use lama::slurm::launcher::RankPlace;
 use lama::taskmap::{rfc34, TaskMap};
 use lama::NodeTopology;
 use serde_json::json;

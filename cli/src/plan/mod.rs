@@ -11,11 +11,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{ArgMatches, Args, ValueEnum};
-use lama::hostfile::slurm_hostfile;
-use lama::launcher::{hydra_args, impi_args, rankfile, OpenMpi, RankPlace};
 use lama::locality::{choose, Locality, Weights};
 use lama::openmp::{plan_threads, ProcBind, ThreadPlan, Threads};
-use lama::slurm_layout::expand_hostlist;
+use lama::slurm::expand_hostlist;
+use lama::slurm::hostfile::slurm_hostfile;
+use lama::slurm::launcher::{hydra_args, impi_args, rankfile, OpenMpi, RankPlace};
 use lama::spec::{Expert, Request, Simple};
 
 use lama::{plan, NodeTopology, Plan};

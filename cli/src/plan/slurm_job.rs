@@ -11,9 +11,9 @@ use std::process::{Command, ExitCode};
 use clap::Args;
 use lama::cache;
 use lama::idset::format_list;
-use lama::launcher::job_cores;
-use lama::slurm_layout::expand_hostlist;
-use lama::slurm_step::cores_to_cpus;
+use lama::plugin::cores_to_cpus;
+use lama::slurm::expand_hostlist;
+use lama::slurm::launcher::job_cores;
 use lama::NodeTopology;
 
 use super::Model;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use lama::cache::{self, Node};
 use lama::locality::Locality;
-use lama::slurm_step::{choose_devices, cores_to_cpus, place_node, NodeDevices, TaskBinding};
+use lama::plugin::{choose_devices, cores_to_cpus, place_node, NodeDevices, TaskBinding};
 use lama::spec::{Expert, Request};
 use lama::NodeTopology;
 

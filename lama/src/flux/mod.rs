@@ -12,7 +12,7 @@ use crate::idset::{parse_list, parse_ranges};
 use crate::level::Level;
 use crate::locality::{AllowedGpus, Kind, Locality};
 use crate::mapper::plan;
-use crate::slurm_step::{cores_to_cpus, Options, Settings, StepError, OPTIONS, SETTINGS};
+use crate::plugin::{cores_to_cpus, Options, Settings, StepError, OPTIONS, SETTINGS};
 use crate::taskmap::{rfc34, TaskMap};
 use crate::topology::{NodeTopology, Span};
 

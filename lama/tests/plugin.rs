@@ -2,11 +2,8 @@
 //! numbers, one node's placement and the task-map check. Expected values are worked by hand.
 
 use lama::locality::Locality;
-use lama::slurm_layout::StepEnv;
-use lama::slurm_step::{
-    check_node, check_step_map, check_task, cores_to_cpus, cpu_bind_env, node_devices, place_node,
-    Apply, MapCheck, Options, Settings, StepError,
-};
+use lama::plugin::{cores_to_cpus, node_devices, place_node, Apply, Options, Settings, StepError};
+use lama::slurm::{check_node, check_step_map, check_task, cpu_bind_env, MapCheck, StepEnv};
 use lama::taskmap::TaskMap;
 use lama::{Level, NodeTopology};
 
@@ -376,7 +373,7 @@ fn threads_merge_user_over_defaults() {
 
 #[test]
 fn every_documented_plugstack_argument_is_accepted() {
-    use lama::slurm_step::SETTINGS;
+    use lama::plugin::SETTINGS;
     // A valid value for each key (the manual page is made from SETTINGS).
     let sample = |key: &str| match key {
         "map" => "csbnh",

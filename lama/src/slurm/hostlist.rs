@@ -1,19 +1,10 @@
-//! Slurm step layouts: hostlist expressions, `SLURM_STEP_TASKS_PER_NODE` strings, distributions,
-//! and which global task runs on which node, as Slurm lays them out.
-//!
-//! Slurm has already computed how many tasks each node gets; given those counts, its block layout
-//! numbers tasks node by node, cyclic deals one task per node per round, plane deals blocks of
-//! `plane_size` per node per round (both skipping nodes that are full), and arbitrary follows the
-//! host file line by line. (For cyclic, this equals Slurm's own layout unless a node was
-//! overcommitted beyond its CPUs, where Slurm's cycle counts CPUs rather than tasks.)
+//! Slurm's host names and counts as the step's environment writes them: hostlist expressions
+//! (`n[1-3,7]`), `SLURM_STEP_TASKS_PER_NODE` counts (`2(x3),1`) and host files (one host per
+//! task, `host*N`), each read within a limit on what it may cost.
 
 use thiserror::Error;
 
 use crate::limits::{MAX_NODES, MAX_TASKS};
-use crate::step_map::{
-    arbitrary_map, arbitrary_map_within, counts_map, counts_map_within, HostFile,
-};
-use crate::taskmap::TaskMap;
 
 /// A Slurm value that cannot be read, or does not fit the step.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -271,60 +262,6 @@ pub fn expand_counts_within(s: &str, max_nodes: usize) -> Result<Vec<u32>, Layou
     Ok(out)
 }
 
-/// How Slurm spreads tasks over nodes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Distribution {
-    /// Consecutive tasks fill a node before the next.
-    Block,
-    /// One task per node per round.
-    Cyclic,
-    /// Blocks of this many tasks per node per round.
-    Plane(u32),
-    /// Task i runs on the host of line i of the host file.
-    Arbitrary(Vec<String>),
-}
-
-impl Distribution {
-    /// Reads a `SLURM_DISTRIBUTION` value. Only the part before the first `:` concerns nodes;
-    /// `plane` takes its size from `plane_size` (or `plane=N`), `arbitrary` its hosts from the file
-    /// contents given.
-    pub fn parse(
-        value: &str,
-        plane_size: Option<u32>,
-        hostfile: Option<&str>,
-    ) -> Result<Distribution, LayoutError> {
-        let node_part = value.split(':').next().unwrap_or("").trim();
-        let node_part = node_part.split(',').next().unwrap_or("").trim();
-        let (name, arg) = match node_part.split_once('=') {
-            Some((n, a)) => (n, Some(a)),
-            None => (node_part, None),
-        };
-        match name {
-            "block" | "" | "*" => Ok(Distribution::Block),
-            "cyclic" => Ok(Distribution::Cyclic),
-            "plane" => {
-                let size = match arg {
-                    Some(a) => a.parse().ok(),
-                    None => plane_size,
-                };
-                match size {
-                    Some(n) if n >= 1 => Ok(Distribution::Plane(n)),
-                    _ => Err(bad("plane distribution needs a plane size of at least 1 (SLURM_DIST_PLANESIZE or plane=N)")),
-                }
-            }
-            "arbitrary" => {
-                let text = hostfile.ok_or_else(|| {
-                    bad("arbitrary distribution needs a host file (SLURM_HOSTFILE)")
-                })?;
-                Ok(Distribution::Arbitrary(read_hostfile(text)?))
-            }
-            other => Err(bad(format!(
-                "unknown distribution '{other}' (valid: block, cyclic, plane, arbitrary)"
-            ))),
-        }
-    }
-}
-
 /// Reads a Slurm host file: one host per task, hostlist expressions allowed, `host*N` for N tasks,
 /// `#` comments and blank lines ignored.
 pub fn read_hostfile(text: &str) -> Result<Vec<String>, LayoutError> {
@@ -349,7 +286,7 @@ pub fn read_hostfile_within(text: &str, limit: usize) -> Result<Vec<String>, Lay
 /// its hosts, in order, until `f` returns false. Refuses a line that brings the file past `limit`
 /// tasks. Hosts are made one at a time as `f` asks for them, and an entry for no task (`h*0`)
 /// makes none, so a line costs what its tasks need, whatever its ranges say.
-pub(crate) fn hostfile_line(
+pub(super) fn hostfile_line(
     line: &str,
     line_no: usize,
     limit: usize,
@@ -420,78 +357,6 @@ pub(crate) fn hostfile_line(
     Ok(seen)
 }
 
-/// The node index of every task of a step.
-///
-/// `counts[i]` is the number of tasks on node `i` (from `SLURM_STEP_TASKS_PER_NODE`); `hosts` are
-/// the step's nodes in order (needed only for arbitrary).
-pub fn layout(
-    counts: &[u32],
-    dist: &Distribution,
-    hosts: &[String],
-) -> Result<Vec<u32>, LayoutError> {
-    let total = check_total(counts)?;
-    let mut out = Vec::with_capacity(total);
-    match dist {
-        Distribution::Block => {
-            for (i, &c) in counts.iter().enumerate() {
-                out.extend(std::iter::repeat_n(i as u32, c as usize));
-            }
-        }
-        Distribution::Cyclic | Distribution::Plane(_) => {
-            let p = match dist {
-                Distribution::Plane(p) => *p,
-                _ => 1,
-            };
-            let mut left: Vec<u32> = counts.to_vec();
-            while out.len() < total {
-                for (i, l) in left.iter_mut().enumerate() {
-                    let k = (*l).min(p);
-                    out.extend(std::iter::repeat_n(i as u32, k as usize));
-                    *l -= k;
-                }
-            }
-        }
-        Distribution::Arbitrary(lines) => {
-            if lines.len() < total {
-                return Err(bad(format!(
-                    "host file lists {} hosts, the step has {total} tasks",
-                    lines.len()
-                )));
-            }
-            // One lookup table: a step may have a million tasks on thousands of hosts.
-            let index: std::collections::HashMap<&str, usize> = hosts
-                .iter()
-                .enumerate()
-                .rev()
-                .map(|(i, h)| (h.as_str(), i))
-                .collect();
-            for (t, h) in lines.iter().take(total).enumerate() {
-                let i = index.get(h.as_str()).copied().ok_or_else(|| {
-                    bad(format!(
-                        "host file line for task {t}: host '{h}' is not in the step's node list"
-                    ))
-                })?;
-                out.push(i as u32);
-            }
-            let mut seen = vec![0u32; counts.len()];
-            for &i in &out {
-                if let Some(s) = seen.get_mut(i as usize) {
-                    *s += 1;
-                }
-            }
-            if let Some(i) = (0..counts.len()).find(|&i| seen[i] != counts[i]) {
-                return Err(bad(format!(
-                    "host file gives node {i} ({}) {} tasks, Slurm's tasks per node say {}",
-                    hosts.get(i).map_or("?", String::as_str),
-                    seen[i],
-                    counts[i]
-                )));
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// Reads a host file as the plugin and the CLI do: a regular file of at most
 /// [`crate::limits::MAX_HOSTFILE_BYTES`] bytes, opened without blocking.
 pub fn read_hostfile_text(path: &str) -> Result<String, String> {
@@ -499,165 +364,4 @@ pub fn read_hostfile_text(path: &str) -> Result<String, String> {
         std::path::Path::new(path),
         crate::limits::MAX_HOSTFILE_BYTES,
     )
-}
-
-/// A step's task count, refused past the most tasks lama places.
-fn check_total(counts: &[u32]) -> Result<usize, LayoutError> {
-    let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-    if total > MAX_TASKS as u64 {
-        return Err(bad(format!(
-            "the step has {total} tasks, more than the {MAX_TASKS} lama places"
-        )));
-    }
-    Ok(total as usize)
-}
-
-/// The RFC 34 task map of a step, without one entry per task for block, cyclic and plane (the
-/// same map as encoding [`layout`]).
-pub fn step_taskmap(
-    counts: &[u32],
-    dist: &Distribution,
-    hosts: &[String],
-) -> Result<TaskMap, LayoutError> {
-    check_total(counts)?;
-    match counts_map(counts, dist) {
-        Some(map) => Ok(map),
-        None => Ok(TaskMap::encode(&layout(counts, dist, hosts)?)),
-    }
-}
-
-/// The values a step's layout is read from, as Slurm names them in the task environment
-/// (`SLURM_STEP_TASKS_PER_NODE`, `SLURM_STEP_NODELIST`, `SLURM_DISTRIBUTION`,
-/// `SLURM_DIST_PLANESIZE`, `SLURM_HOSTFILE`). Empty means not given.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StepEnv {
-    /// Tasks per node, e.g. `2(x3),1`.
-    pub tasks_per_node: Option<String>,
-    /// The step's hosts in node order, e.g. `n[1-3]` (needed only for arbitrary).
-    pub nodelist: Option<String>,
-    /// `block`, `cyclic`, `plane[=N]`, `arbitrary`, with optional `:...` sub-levels (default block).
-    pub distribution: Option<String>,
-    /// Plane size for `plane`.
-    pub plane_size: Option<String>,
-    /// Path of the host file for `arbitrary`.
-    pub hostfile: Option<String>,
-}
-
-impl StepEnv {
-    /// Reads the values through `get` (for example `std::env::var`), treating empty as unset.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> StepEnv {
-        let g = |n: &str| get(n).filter(|v| !v.is_empty());
-        StepEnv {
-            tasks_per_node: g("SLURM_STEP_TASKS_PER_NODE"),
-            nodelist: g("SLURM_STEP_NODELIST").or_else(|| g("SLURM_JOB_NODELIST")),
-            distribution: g("SLURM_DISTRIBUTION"),
-            plane_size: g("SLURM_DIST_PLANESIZE"),
-            hostfile: g("SLURM_HOSTFILE"),
-        }
-    }
-
-    /// The step's task map; `read` returns a file's contents (the host file of `arbitrary`), or
-    /// why it cannot, for example [`read_hostfile_text`].
-    pub fn taskmap(
-        &self,
-        read: impl Fn(&str) -> Result<String, String>,
-    ) -> Result<TaskMap, LayoutError> {
-        self.map_with(usize::MAX, None, |counts, hosts, path| {
-            let text = read(path).map_err(|e| bad(format!("cannot read host file {path}: {e}")))?;
-            arbitrary_map(counts, hosts, HostFile::Text(&text)).map(Some)
-        })
-        .map(Option::unwrap_or_default)
-    }
-
-    /// The step's task map, the host file of `arbitrary` read from disk a buffer at a time (a
-    /// regular file of at most [`crate::limits::MAX_HOSTFILE_BYTES`], opened without blocking),
-    /// so that a host file of millions of lines is never held in memory.
-    pub fn taskmap_from_files(&self) -> Result<TaskMap, LayoutError> {
-        self.taskmap_from_files_within(usize::MAX)
-            .map(Option::unwrap_or_default)
-    }
-
-    /// [`StepEnv::taskmap_from_files`], or `None` as soon as an arbitrary step's map has more
-    /// than `max_blocks` blocks (see [`crate::step_map::arbitrary_map_within`]): what the plugin
-    /// runs on every node, where a longer map could not be exported.
-    pub fn taskmap_from_files_within(
-        &self,
-        max_blocks: usize,
-    ) -> Result<Option<TaskMap>, LayoutError> {
-        self.taskmap_of_step(max_blocks, None)
-    }
-
-    /// [`StepEnv::taskmap_from_files_within`] for a step Slurm says has `nodes` nodes (its
-    /// `S_JOB_NNODES` item): tasks per node for any other number are refused before any entry
-    /// is made, so a forged value costs nothing (what the plugin runs on every node).
-    pub fn taskmap_of_step(
-        &self,
-        max_blocks: usize,
-        nodes: Option<usize>,
-    ) -> Result<Option<TaskMap>, LayoutError> {
-        self.map_with(max_blocks, nodes, |counts, hosts, path| {
-            let file = HostFile::Path(path, crate::limits::MAX_HOSTFILE_BYTES);
-            arbitrary_map_within(counts, hosts, file, max_blocks)
-        })
-    }
-
-    /// The map, `None` when it would have more than `max_blocks` blocks (see
-    /// [`counts_map_within`]); `arbitrary(counts, hosts, host file path)` makes an arbitrary
-    /// step's.
-    fn map_with(
-        &self,
-        max_blocks: usize,
-        nodes: Option<usize>,
-        arbitrary: impl FnOnce(&[u32], &[String], &str) -> Result<Option<TaskMap>, LayoutError>,
-    ) -> Result<Option<TaskMap>, LayoutError> {
-        let tpn = self.tasks_per_node.as_deref().ok_or_else(|| {
-            bad("no tasks per node (SLURM_STEP_TASKS_PER_NODE is not set: run inside a job step)")
-        })?;
-        let counts = expand_counts_within(tpn, nodes.unwrap_or(MAX_NODES))?;
-        if let Some(n) = nodes.filter(|&n| n != counts.len()) {
-            return Err(bad(format!(
-                "the tasks per node list {} nodes, Slurm says the step has {n}",
-                counts.len()
-            )));
-        }
-        let dist = self.distribution.as_deref().unwrap_or("block");
-        // Slurm sets the plane size only for plane steps: any other value is the user's.
-        let is_plane = dist
-            .split(':')
-            .next()
-            .map(str::trim)
-            .is_some_and(|d| d.starts_with("plane"));
-        let plane = match self.plane_size.as_ref().filter(|_| is_plane) {
-            Some(v) => Some(
-                v.trim()
-                    .parse::<u32>()
-                    .map_err(|_| bad(format!("plane size '{v}' is not a number")))?,
-            ),
-            None => None,
-        };
-        let arbitrary_step = dist.split(':').next().map(str::trim) == Some("arbitrary");
-        if !arbitrary_step {
-            let d = Distribution::parse(dist, plane, None)?;
-            check_total(&counts)?;
-            return Ok(counts_map_within(&counts, &d, max_blocks).flatten());
-        }
-        let path = self.hostfile.as_deref().ok_or_else(|| {
-            bad("arbitrary distribution needs a host file (SLURM_HOSTFILE is not set)")
-        })?;
-        let list = self
-            .nodelist
-            .as_deref()
-            .ok_or_else(|| bad("arbitrary distribution needs the step's node list"))?;
-        // No more names are made than the step has nodes.
-        let hosts = expand_hostlist_within(list, counts.len())?;
-        if hosts.len() != counts.len() {
-            return Err(bad(format!(
-                "the node list has {} hosts, the tasks per node list {} nodes",
-                hosts.len(),
-                counts.len()
-            )));
-        }
-        check_total(&counts)?;
-        arbitrary(&counts, &hosts, path)
-    }
 }

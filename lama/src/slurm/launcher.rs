@@ -9,8 +9,8 @@
 
 use thiserror::Error;
 
+use super::hostlist::expand_hostlist;
 use crate::idset::{format_list, parse_list};
-use crate::slurm_layout::expand_hostlist;
 use crate::taskmap::{rfc34, TaskMap};
 
 /// Programs that MPI launchers start with `srun`, one per node, to fork the ranks, as seen in

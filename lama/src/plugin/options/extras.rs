@@ -4,7 +4,7 @@
 
 use super::{Options, Settings};
 use crate::openmp::{ProcBind, Threads};
-use crate::slurm_step::StepError;
+use crate::plugin::error::StepError;
 
 /// Which of the step's GPUs a task sees (`--lama-gpu-visibility`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 use super::extras::device_count;
 use super::{build, GpuVisibility, Options, OPTIONS};
 use crate::openmp::{ProcBind, Threads};
-use crate::slurm_step::StepError;
+use crate::plugin::error::StepError;
 
 /// What every option's variable begins with.
 pub const ENV_PREFIX: &str = "SLURM_LAMA_";

@@ -1,6 +1,6 @@
 //! What users and admins ask of the SPANK plugin: the `--lama-*` options (user), the
 //! `plugstack.conf` arguments (admin), and how they merge into one step's placement request,
-//! devices and OpenMP threads. Pure functions; [`crate::slurm_step`] re-exports everything.
+//! devices and OpenMP threads. Pure functions; [`crate::plugin`] re-exports everything.
 //!
 //! | file | concept |
 //! |---|---|
@@ -23,7 +23,7 @@ pub use env::{env_name, ENV_PREFIX};
 pub use extras::{GpuVisibility, ThreadRequest, OMP_VARIABLES};
 pub use policy::mem_bind_conflict;
 
-use crate::slurm_step::StepError;
+use crate::plugin::error::StepError;
 use crate::spec::{Expert, Input, Request, Simple, SpecError};
 
 /// Placement option values, from the user (`--lama-*`) or the admin (`plugstack.conf`).

@@ -9,7 +9,7 @@ use super::{
     build, catalogue::OPTIONS, catalogue::SETTINGS, policy, Apply, GpuVisibility, Settings,
 };
 use crate::openmp::{ProcBind, Threads};
-use crate::slurm_step::StepError;
+use crate::plugin::error::StepError;
 
 /// The keys of [`SETTINGS`], for messages.
 fn setting_keys() -> String {

@@ -8,7 +8,7 @@
 //! itself.
 
 use super::{Options, Settings};
-use crate::slurm_step::StepError;
+use crate::plugin::error::StepError;
 
 impl Options {
     /// Which kinds of placement options are given: expert, simple, policy.

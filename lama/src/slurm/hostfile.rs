@@ -9,8 +9,8 @@
 
 use thiserror::Error;
 
+use super::hostlist::{expand_counts, expand_hostlist_within};
 use crate::limits::MAX_NODES;
-use crate::slurm_layout::{expand_counts, expand_hostlist_within};
 
 /// Most tasks a host file may list ([`crate::limits::MAX_TASKS`]).
 pub use crate::limits::MAX_TASKS;

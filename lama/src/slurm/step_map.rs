@@ -8,14 +8,15 @@
 //!   is looked up among the step's hosts once per run of equal lines, so a host file of a
 //!   million lines is never held in memory.
 //!
-//! [`crate::slurm_layout::layout`] is the plain per-task definition these must agree with.
+//! [`crate::slurm::layout`] is the plain per-task definition these must agree with.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{BufRead, Read};
 
+use super::distribution::Distribution;
+use super::hostlist::{hostfile_line, LayoutError};
 use crate::limits::MAX_TASKS;
-use crate::slurm_layout::{hostfile_line, Distribution, LayoutError};
 use crate::taskmap::{MapBuilder, TaskMap};
 
 fn bad(msg: impl Into<String>) -> LayoutError {

@@ -41,7 +41,7 @@ fn conf_is_plugstack_arguments() {
     let s = settings(Some(r#"{"map":"scbnh","apply":"always","taskmap":false}"#)).unwrap();
     assert_eq!(s.defaults.map.as_deref(), Some("scbnh"));
     assert!(!s.taskmap);
-    assert_eq!(s.apply, crate::slurm_step::Apply::Always);
+    assert_eq!(s.apply, crate::plugin::Apply::Always);
     // Under Flux, the cache is the job's user's own unless the conf names one.
     let flux_default = Settings {
         cache: Some(FLUX_CACHE.into()),

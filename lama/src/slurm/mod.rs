@@ -1,0 +1,30 @@
+//! The Slurm adapters: what only the SPANK plugin (and `lama plan --from-slurm`) reads from
+//! Slurm, on top of [`crate::plugin`] and the placement core, which never use this module.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`hostlist`] | hostlist expressions, `SLURM_STEP_TASKS_PER_NODE` counts, host files, read within limits |
+//! | [`distribution`] | `SLURM_DISTRIBUTION`: block, cyclic, plane, arbitrary |
+//! | [`layout`] | which task runs on which node, as Slurm lays a step out; the step's values (`StepEnv`) |
+//! | [`step_map`] | a step's task map without one entry per task (what every node computes) |
+//! | [`checks`] | the task map against Slurm's items on a node; `SLURM_CPU_BIND*` for lama's binding |
+//! | [`hostfile`] | host files for Slurm's arbitrary distribution, written from a LAMA map |
+//! | [`launcher`] | MPI launchers in an allocation: their daemon steps, Open MPI rankfiles, Hydra and Intel MPI arguments |
+//!
+//! The most used items are re-exported here (`lama::slurm::StepEnv`).
+
+pub mod checks;
+pub mod distribution;
+pub mod hostfile;
+pub mod hostlist;
+pub mod launcher;
+pub mod layout;
+pub mod step_map;
+
+pub use checks::{check_node, check_step_map, check_task, cpu_bind_env, MapCheck};
+pub use distribution::Distribution;
+pub use hostlist::{
+    each_host, expand_counts, expand_counts_within, expand_hostlist, expand_hostlist_within,
+    read_hostfile, read_hostfile_text, read_hostfile_within, LayoutError, MAX_HOST_NAME_BYTES,
+};
+pub use layout::{layout, step_taskmap, StepEnv};
