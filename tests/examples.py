@@ -11,7 +11,8 @@ A page marks an example with a comment on the line before its code block:
 
 The kind (slurm or flux) says which tests run it; the set-up is the hwloc XML of
 tests/topologies/ the sandbox nodes (or Flux's fake hosts) are declared as, and how many fake
-GPUs each has (gpus=0 when left out). The command runs with bash in a scratch directory holding
+GPUs each has (gpus=0 when left out). `<!-- example: guest -->` marks an srun example that the
+site-kernel guest runs on its own machine (tests/guest/suite.sh: `run guest none 0`). The command runs with bash in a scratch directory holding
 an `./app` that does nothing, and the files the caller names. Lines compare as a multiset, since
 nodes print in any order; the numbers of a "(node placed in ...)" timing are not compared; a
 `...` line on the page allows more lines than it shows. `$ lama ...` examples need no mark:
@@ -34,7 +35,7 @@ import tempfile
 
 TOP = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [TOP / "README.md", TOP / "BENCHMARKS.md"] + sorted((TOP / "docs").glob("*.md"))
-MARK = re.compile(r"<!-- example: (slurm|flux) (\S+)(?: gpus=(\d+))? -->")
+MARK = re.compile(r"<!-- example: (slurm|flux) (\S+)(?: gpus=(\d+))? -->|<!-- example: (guest) -->")
 TIMING = re.compile(r"\(node placed in .*\)$")
 
 
@@ -65,6 +66,8 @@ def problems():
                 out.append(f"{where}: an example mark must precede a block starting with '$ '")
             continue
         kind = "flux" if command.startswith("$ flux ") else "slurm"
+        if m and m.group(4) == "guest" and kind == "slurm":
+            continue
         if not m or m.group(1) != kind:
             out.append(f"{where}: {command}\n  needs the line before its block to be "
                        f"<!-- example: {kind} XML [gpus=N] --> (found: {before!r})")
@@ -74,11 +77,16 @@ def problems():
 
 
 def examples(kind):
-    """(page:line, xml, gpus, command, shown lines) of every example of this kind."""
+    """(page:line, xml, gpus, command, shown lines) of every example of this kind; a guest
+    example (run in the site-kernel guest on its own machine) has the XML "none"."""
     out = []
     for where, before, body in blocks():
         m = MARK.fullmatch(before)
-        if m and m.group(1) == kind and body and body[0].startswith("$ "):
+        if not m or not body or not body[0].startswith("$ "):
+            continue
+        if m.group(4) == kind == "guest":
+            out.append((where, "none", 0, body[0][2:], body[1:]))
+        elif m.group(1) == kind:
             out.append((where, m.group(2), int(m.group(3) or 0), body[0][2:], body[1:]))
     return out
 

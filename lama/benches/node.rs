@@ -1,7 +1,8 @@
 //! The SPANK plugin's own work per node per step, without Slurm: on the largest I/O-bearing
 //! machine here (SGI UV, 384 PUs, 24 NUMA nodes, NICs), reading slurmd's topology cache (with
-//! and without its devices), computing TASK_MAP from Slurm's variables, and the whole per-node
-//! path as `user_init` runs it for `--lama-map=csbnh --lama-bind=1c` with a task per core.
+//! and without its devices, or with its NUMA nodes alone), computing TASK_MAP from Slurm's
+//! variables, and the whole per-node path as `user_init` runs it for `--lama-map=csbnh
+//! --lama-bind=1c` with a task per core.
 
 #[path = "common/uv.rs"]
 mod uv;
@@ -17,6 +18,11 @@ fn node(c: &mut Criterion) {
 
     c.bench_function("UV cache read, topology only", |b| {
         b.iter(|| cache::read(black_box(file), false, cache::Writer::Root).expect("read"))
+    });
+    c.bench_function("UV cache read, with NUMA nodes (--lama-mem=local)", |b| {
+        b.iter(|| {
+            cache::read(black_box(file), cache::Detail::Numa, cache::Writer::Root).expect("read")
+        })
     });
     c.bench_function("UV cache read, with devices", |b| {
         b.iter(|| cache::read(black_box(file), true, cache::Writer::Root).expect("read"))

@@ -1,5 +1,5 @@
 //! A step's map computed without one entry per task (`lama::slurm::step_map`, what every node's
-//! slurmstepd runs) equals the per-task definition (`slurm_layout::layout`, encoded), for any
+//! slurmstepd runs) equals the per-task definition (`slurm::layout::layout`, encoded), for any
 //! counts, distribution and host file; and Slurm's inputs are read at the sizes of the largest
 //! jobs: tasks per node with many runs, node lists of thousands of hosts, a host file of a
 //! million lines read from disk.

@@ -237,4 +237,11 @@ gpu_case "beside a job holding GPU 0, --gres=gpu:2 --lama-gpus=1 --lama-gpu-visi
 scancel "$hog"
 plugstack "required $plugin"
 
+# --- the docs' guest examples ------------------------------------------------------------------
+# Every srun example a page marks `<!-- example: guest -->`, run here as a user would.
+# (On an idle node: srun would otherwise say it waited for the GPU job cancelled above.)
+for _ in $(seq 120); do [ -z "$(squeue -h)" ] && break; sleep 0.5; done
+PATH=$(dirname "$lama"):$PATH python3 "$top/tests/examples.py" run guest none 0 </dev/null |
+  sed -E "s/^(not )?ok - /&[guest, Slurm $release] /"
+
 systemctl stop lama-slurmd lama-slurmctld
