@@ -429,14 +429,7 @@ impl Lama {
             (false, true) => Detail::Numa,
             (false, false) => Detail::Topology,
         };
-        let found = node::find(&self.settings, &st.host, detail)?;
-        let (mut topo, mut usable, mut loc, mut numa, mut source) = (
-            found.topology,
-            found.usable,
-            found.locality,
-            found.numa,
-            found.source,
-        );
+        let mut found = node::find(&self.settings, &st.host, detail)?;
         let cores = spank
             .step_alloc_cores()
             .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
@@ -447,32 +440,25 @@ impl Lama {
             .ok()
             .flatten()
             .and_then(|v| v.trim().parse::<u32>().ok());
-        let mut cpus = cores_to_cpus(&topo, cores, threads);
+        let mut cpus = cores_to_cpus(&found.topology, cores, threads);
         // A cache of another machine than the one Slurm describes (cores it lacks) is a miss:
         // the step probes the machine, as without a cache, rather than placing from it.
-        if let (Err(e), true) = (&cpus, source == node::FROM_CACHE) {
+        if let (Err(e), true) = (&cpus, found.source == node::FROM_CACHE) {
             log(
                 LogLevel::Error,
                 &format!("lama: the topology cache does not describe the cores Slurm gave the step ({e}); probing the machine instead"),
             );
-            let found = node::probed(detail)?;
-            (topo, usable, loc, numa, source) = (
-                found.topology,
-                found.usable,
-                found.locality,
-                found.numa,
-                found.source,
-            );
-            cpus = cores_to_cpus(&topo, cores, threads);
+            found = node::probed(detail)?;
+            cpus = cores_to_cpus(&found.topology, cores, threads);
         }
-        st.lap(source);
+        st.lap(found.source);
         if mem {
-            st.numa = numa;
+            st.numa = found.numa;
         }
         let cpus = cpus
-            .and_then(|c| usable_cpus(c, &usable))
+            .and_then(|c| usable_cpus(c, &found.usable))
             .map_err(|e| e.to_string())?;
-        Ok((topo, cpus, loc))
+        Ok((found.topology, cpus, found.locality))
     }
 }
 
