@@ -9,7 +9,6 @@ use lama::environ::{exec_limit, own_stack_limit, ExecSize, Group};
 use lama::flux::{cores_per_node, cores_per_slot, flux_words, given_gpus, scheme_map, RankInfo};
 use lama::idset::format_list;
 use lama::locality::{AllowedGpus, Locality, Weights};
-use lama::memory::local_nodes;
 use lama::openmp::plan_threads;
 use lama::plugin::{
     auto_devices, auto_threads, auto_workers, choose_among, cores_to_cpus, place_auto, place_node,
@@ -222,19 +221,12 @@ impl Node {
         }
         let mut mems = Vec::new();
         if config.mem {
-            // hwloc leaves the nodes this cgroup may not use out of the machine it loads.
-            let allowed = if self.bind {
-                Some(
-                    affinity::allowed_mems()
-                        .map_err(|e| format!("cannot read the NUMA nodes this job may use: {e}"))?,
-                )
-            } else {
-                None
-            };
-            mems = tasks
-                .iter()
-                .map(|t| local_nodes(loc.numa(), &t.cpus, allowed.as_deref()))
-                .collect();
+            mems = affinity::tasks_numa(
+                loc.numa(),
+                tasks.iter().map(|t| t.cpus.as_slice()),
+                self.bind,
+            )
+            .map_err(|e| format!("cannot read the NUMA nodes this job may use: {e}"))?;
             for (nodes, g) in mems.iter().zip(&mut groups) {
                 if let Some(cpus) = g.first_mut() {
                     cpus.vars.push(("LAMA_MEMS".into(), format_list(nodes)));

@@ -102,12 +102,7 @@ pub fn exec(shell: Shell, node: &Node) -> Result<(), String> {
         })?;
     }
     if let Some(nodes) = &p.mems {
-        let bound = match nodes.is_empty() {
-            true => Err(format!("no NUMA node is local to cpus {list}")),
-            false if node.bind => affinity::bind_memory(nodes),
-            false => Ok(()),
-        };
-        bound.map_err(|e| {
+        affinity::bind_memory(nodes, &list, node.bind).map_err(|e| {
             format!(
                 "cannot bind the memory of task {rank} on {} to the NUMA nodes of cpus {list}: {e}",
                 node.host

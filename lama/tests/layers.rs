@@ -6,6 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
+#[path = "common/sources.rs"]
+mod common;
+use common::sources;
+
 /// A source file without its comments.
 fn code(f: &Path) -> String {
     std::fs::read_to_string(f)
@@ -14,17 +18,6 @@ fn code(f: &Path) -> String {
         .filter(|l| !l.trim_start().starts_with("//"))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("source folder") {
-        let p = entry.expect("entry").path();
-        if p.is_dir() {
-            sources(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// The layer of a source file: its first folder under `src/`, or "core".

@@ -6,8 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
+use hwlocality::cpu::cpuset::CpuSet;
+use hwlocality::memory::nodeset::NodeSet;
+use hwlocality::object::types::ObjectType;
+use hwlocality::topology::builder::BuildFlags;
+use hwlocality::Topology;
 use lama::cache::{decode, encode};
-use lama::hwloc::memory::Memory;
 use lama::memory::local_nodes;
 use lama::NodeTopology;
 use proptest::prelude::*;
@@ -27,12 +31,42 @@ fn machines() -> Vec<PathBuf> {
     all
 }
 
+/// hwloc's own answer for a set of CPUs: `hwloc_cpuset_to_nodeset`, the NUMA nodes whose CPUs
+/// meet the set.
+struct Hwloc(Topology);
+
+impl Hwloc {
+    fn load(path: &Path) -> Hwloc {
+        let xml = std::fs::read_to_string(path).expect("the XML");
+        let topo = Topology::builder()
+            .from_xml(&xml)
+            .expect("hwloc takes the XML")
+            .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+            .expect("flags")
+            .build()
+            .expect("hwloc loads");
+        assert!(topo.objects_with_type(ObjectType::NUMANode).count() > 0);
+        Hwloc(topo)
+    }
+
+    fn nodes(&self, cpus: &[u32]) -> Vec<u32> {
+        let mut set = CpuSet::new();
+        for &c in cpus {
+            set.set(c as usize);
+        }
+        NodeSet::from_cpuset(&self.0, &set)
+            .iter_set()
+            .map(|i| usize::from(i) as u32)
+            .collect()
+    }
+}
+
 /// A machine as a step reads it: hwloc's reading written to the cache's text and read back.
 struct Machine {
     name: String,
     pus: Vec<u32>,
     numa: Vec<lama::locality::Numa>,
-    hwloc: Memory,
+    hwloc: Hwloc,
 }
 
 fn load(path: &Path) -> Machine {
@@ -43,7 +77,7 @@ fn load(path: &Path) -> Machine {
         name: path.file_name().unwrap().to_string_lossy().into_owned(),
         pus: topo.pus().to_vec(),
         numa: node.locality.expect("devices").numa().to_vec(),
-        hwloc: Memory::load(Some(path)).expect("hwloc loads"),
+        hwloc: Hwloc::load(path),
     }
 }
 

@@ -6,7 +6,11 @@
 //! is cut at its placeholders; every piece of at least three words must appear in the catalogue
 //! word for word.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+#[path = "common/sources.rs"]
+mod common;
+use common::sources;
 
 const MARKERS: [&str; 10] = [
     "#[error(",
@@ -20,17 +24,6 @@ const MARKERS: [&str; 10] = [
     "ok_or_else(|| format!(",
     "e(format!(",
 ];
-
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("source folder") {
-        let p = entry.expect("entry").path();
-        if p.is_dir() {
-            sources(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 /// The first string literal within `window` (the text after a marker, up to its statement's end).
 fn first_literal(window: &str) -> Option<&str> {

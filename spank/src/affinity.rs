@@ -2,108 +2,15 @@
 
 use std::io;
 
-/// Binds the calling process to `cpus` (OS indexes). The mask is sized to the largest CPU, so
-/// machines beyond glibc's fixed 1024-CPU set work too.
-pub fn bind(cpus: &[u32]) -> Result<(), String> {
-    let Some(&max) = cpus.iter().max() else {
-        return Err("no CPUs to bind to".into());
-    };
+/// A kernel bit mask of `ids`, sized to the largest; `None` for no id.
+fn mask_of(ids: &[u32]) -> Option<Vec<libc::c_ulong>> {
+    let max = *ids.iter().max()?;
     let bits = libc::c_ulong::BITS as usize;
     let mut mask: Vec<libc::c_ulong> = vec![0; max as usize / bits + 1];
-    for &c in cpus {
-        mask[c as usize / bits] |= 1 << (c as usize % bits);
+    for &i in ids {
+        mask[i as usize / bits] |= 1 << (i as usize % bits);
     }
-    let bytes = mask.len() * std::mem::size_of::<libc::c_ulong>();
-    // SAFETY: the kernel reads `bytes` bytes from a live buffer of exactly that size.
-    let rc = unsafe { libc::sched_setaffinity(0, bytes, mask.as_ptr().cast::<libc::cpu_set_t>()) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error().to_string())
-    }
-}
-
-/// The CPUs the calling process may run on (OS indexes, ascending).
-pub fn allowed() -> Result<Vec<u32>, String> {
-    let bits = libc::c_ulong::BITS as usize;
-    let mut words = 1024 / bits;
-    loop {
-        let mut mask: Vec<libc::c_ulong> = vec![0; words];
-        let bytes = words * std::mem::size_of::<libc::c_ulong>();
-        // SAFETY: the kernel writes at most `bytes` bytes into a live buffer of that size.
-        let rc = unsafe {
-            libc::sched_getaffinity(0, bytes, mask.as_mut_ptr().cast::<libc::cpu_set_t>())
-        };
-        if rc == 0 {
-            return Ok(bits_of(&mask));
-        }
-        let e = io::Error::last_os_error();
-        // EINVAL: the kernel's mask is larger than ours.
-        if e.raw_os_error() != Some(libc::EINVAL) || words >= 1 << 16 {
-            return Err(e.to_string());
-        }
-        words *= 2;
-    }
-}
-
-/// `set_mempolicy`'s mode that allows the listed nodes only (linux/mempolicy.h).
-const MPOL_BIND: libc::c_long = 2;
-/// `get_mempolicy`'s flag for the nodes the calling process may use (its cpuset's mems).
-const MPOL_F_MEMS_ALLOWED: libc::c_ulong = 1 << 2;
-
-/// The NUMA nodes (OS indexes, ascending) the calling process may allocate from: its cgroup's
-/// `cpuset.mems`, as the kernel applies it.
-pub fn allowed_mems() -> Result<Vec<u32>, String> {
-    let bits = libc::c_ulong::BITS as usize;
-    let mut words = 1024 / bits;
-    loop {
-        let mut mask: Vec<libc::c_ulong> = vec![0; words];
-        let mut mode: libc::c_int = 0;
-        // SAFETY: get_mempolicy writes one int to `mode` and at most `words × bits` bits into
-        // `mask`, both live locals of those sizes; no address is passed with this flag.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_get_mempolicy,
-                &mut mode as *mut libc::c_int,
-                mask.as_mut_ptr(),
-                (words * bits) as libc::c_ulong,
-                std::ptr::null_mut::<libc::c_void>(),
-                MPOL_F_MEMS_ALLOWED,
-            )
-        };
-        if rc == 0 {
-            return Ok(bits_of(&mask));
-        }
-        let e = io::Error::last_os_error();
-        // EINVAL: the kernel has more possible nodes than our mask holds.
-        if e.raw_os_error() != Some(libc::EINVAL) || words >= 1 << 10 {
-            return Err(e.to_string());
-        }
-        words *= 2;
-    }
-}
-
-/// Binds the calling process's memory (it must be single-threaded, as a task is before it runs
-/// the user's program) to the NUMA nodes `nodes` (OS indexes): `MPOL_BIND`, what hwloc's
-/// `hwloc_set_membind` with `HWLOC_MEMBIND_BIND` does on Linux.
-pub fn bind_memory(nodes: &[u32]) -> Result<(), String> {
-    let Some(&max) = nodes.iter().max() else {
-        return Err("no NUMA node to bind to".into());
-    };
-    let bits = libc::c_ulong::BITS as usize;
-    let mut mask: Vec<libc::c_ulong> = vec![0; max as usize / bits + 1];
-    for &n in nodes {
-        mask[n as usize / bits] |= 1 << (n as usize % bits);
-    }
-    // The kernel reads `maxnode - 1` bits.
-    let maxnode = (mask.len() * bits + 1) as libc::c_ulong;
-    // SAFETY: the kernel reads `maxnode - 1` bits from a live buffer of exactly that many.
-    let rc = unsafe { libc::syscall(libc::SYS_set_mempolicy, MPOL_BIND, mask.as_ptr(), maxnode) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error().to_string())
-    }
+    Some(mask)
 }
 
 /// The set bits of a kernel mask, ascending.
@@ -118,6 +25,116 @@ fn bits_of(mask: &[libc::c_ulong]) -> Vec<u32> {
         }
     }
     out
+}
+
+/// Asks the kernel for a mask, from 1,024 bits up to `most_words` words, doubling while it
+/// answers `EINVAL` (its mask is larger than ours): `get` fills the mask it is given and
+/// returns the system call's result.
+fn read_mask(
+    most_words: usize,
+    mut get: impl FnMut(&mut [libc::c_ulong]) -> libc::c_long,
+) -> Result<Vec<u32>, String> {
+    let mut words = 1024 / libc::c_ulong::BITS as usize;
+    loop {
+        let mut mask: Vec<libc::c_ulong> = vec![0; words];
+        if get(&mut mask) == 0 {
+            return Ok(bits_of(&mask));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINVAL) || words >= most_words {
+            return Err(e.to_string());
+        }
+        words *= 2;
+    }
+}
+
+/// The result of a libc call that sets `errno`.
+fn checked(rc: libc::c_long) -> Result<(), String> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error().to_string())
+    }
+}
+
+/// Binds the calling process to `cpus` (OS indexes). The mask is sized to the largest CPU, so
+/// machines beyond glibc's fixed 1024-CPU set work too.
+pub fn bind(cpus: &[u32]) -> Result<(), String> {
+    let mask = mask_of(cpus).ok_or("no CPUs to bind to")?;
+    let bytes = std::mem::size_of_val(mask.as_slice());
+    // SAFETY: the kernel reads `bytes` bytes from a live buffer of exactly that size.
+    checked(
+        unsafe { libc::sched_setaffinity(0, bytes, mask.as_ptr().cast::<libc::cpu_set_t>()) }
+            .into(),
+    )
+}
+
+/// The CPUs the calling process may run on (OS indexes, ascending).
+pub fn allowed() -> Result<Vec<u32>, String> {
+    read_mask(1 << 16, |mask| {
+        let bytes = std::mem::size_of_val(mask);
+        // SAFETY: the kernel writes at most `bytes` bytes into a live buffer of that size.
+        unsafe { libc::sched_getaffinity(0, bytes, mask.as_mut_ptr().cast::<libc::cpu_set_t>()) }
+            .into()
+    })
+}
+
+/// `set_mempolicy`'s mode that allows the listed nodes only (linux/mempolicy.h).
+const MPOL_BIND: libc::c_long = 2;
+/// `get_mempolicy`'s flag for the nodes the calling process may use (its cpuset's mems).
+const MPOL_F_MEMS_ALLOWED: libc::c_ulong = 1 << 2;
+
+/// The NUMA nodes (OS indexes, ascending) the calling process may allocate from: its cgroup's
+/// `cpuset.mems`, as the kernel applies it.
+fn allowed_mems() -> Result<Vec<u32>, String> {
+    read_mask(1 << 10, |mask| {
+        let mut mode: libc::c_int = 0;
+        let bits = (mask.len() * libc::c_ulong::BITS as usize) as libc::c_ulong;
+        // SAFETY: get_mempolicy writes one int to `mode` and at most `bits` bits into `mask`,
+        // both live and of those sizes; no address is passed with this flag.
+        unsafe {
+            libc::syscall(
+                libc::SYS_get_mempolicy,
+                &mut mode as *mut libc::c_int,
+                mask.as_mut_ptr(),
+                bits,
+                std::ptr::null_mut::<libc::c_void>(),
+                MPOL_F_MEMS_ALLOWED,
+            )
+        }
+    })
+}
+
+/// Each task's NUMA nodes for memory binding (`--lama-mem=local`, `lama.mem=local`), by
+/// hwloc's rule over the node's NUMA nodes; when `bind`, only those this process's cgroup
+/// allows (hwloc leaves the others out of the machine it loads). Worked out before the tasks
+/// fork, so that each task only binds.
+#[allow(dead_code)] // which front end calls what differs; both share this file
+pub fn tasks_numa<'a>(
+    numa: &[lama::locality::Numa],
+    tasks: impl Iterator<Item = &'a [u32]>,
+    bind: bool,
+) -> Result<Vec<Vec<u32>>, String> {
+    let allowed = if bind { Some(allowed_mems()?) } else { None };
+    Ok(tasks
+        .map(|cpus| lama::memory::local_nodes(numa, cpus, allowed.as_deref()))
+        .collect())
+}
+
+/// Binds the calling task's memory (it must be single-threaded, as a task is before it runs the
+/// user's program) to its NUMA nodes `nodes` (OS indexes), those of its CPUs `cpus` (a cpulist,
+/// for the message), with `MPOL_BIND`, what hwloc's `hwloc_set_membind` with
+/// `HWLOC_MEMBIND_BIND` does on Linux; when not `bind` (`topology=FILE`), only checks that
+/// there are some.
+pub fn bind_memory(nodes: &[u32], cpus: &str, bind: bool) -> Result<(), String> {
+    let mask = mask_of(nodes).ok_or_else(|| format!("no NUMA node is local to cpus {cpus}"))?;
+    if !bind {
+        return Ok(());
+    }
+    // The kernel reads `maxnode - 1` bits.
+    let maxnode = (mask.len() * libc::c_ulong::BITS as usize + 1) as libc::c_ulong;
+    // SAFETY: the kernel reads `maxnode - 1` bits from a live buffer of exactly that many.
+    checked(unsafe { libc::syscall(libc::SYS_set_mempolicy, MPOL_BIND, mask.as_ptr(), maxnode) })
 }
 
 /// The calling process's effective user id.

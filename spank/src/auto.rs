@@ -4,7 +4,6 @@
 //! The placement itself is `lama::policy`'s.
 
 use lama::locality::allowed_gpus;
-use lama::memory::local_nodes;
 use lama::plugin::{
     auto_devices, auto_threads, auto_workers, mem_bind_conflict, place_auto, Options, Settings,
 };
@@ -138,20 +137,8 @@ impl Lama {
             .numa
             .take()
             .ok_or("lama could not read this node's NUMA nodes")?;
-        // hwloc leaves the nodes this cgroup may not use out of the machine it loads.
-        let allowed = if st.bind {
-            Some(
-                affinity::allowed_mems()
-                    .map_err(|e| format!("cannot read the NUMA nodes this step may use: {e}"))?,
-            )
-        } else {
-            None
-        };
-        st.mems = st
-            .tasks
-            .iter()
-            .map(|t| local_nodes(&numa, &t.cpus, allowed.as_deref()))
-            .collect();
+        st.mems = affinity::tasks_numa(&numa, st.tasks.iter().map(|t| t.cpus.as_slice()), st.bind)
+            .map_err(|e| format!("cannot read the NUMA nodes this step may use: {e}"))?;
         st.lap("memory");
         Ok(())
     }

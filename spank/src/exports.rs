@@ -104,7 +104,6 @@ pub extern "C" fn slurm_spank_task_init(
     ac: c_int,
     argv: *const *const c_char,
 ) -> c_int {
-    crate::affinity::setenv_buffers_mapped();
     let map = TASK_MAP_ONLY
         .load(Ordering::Acquire)
         .then(|| TASK_MAP.get())

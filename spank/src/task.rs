@@ -24,6 +24,8 @@ use crate::{affinity, Result, Step};
 
 /// Runs in each task that does more than export `TASK_MAP`.
 pub fn init(st: &Step, spank: &SpankHandle) -> Result {
+    // This task sets several variables, each through Slurm's 256 KiB buffer.
+    affinity::setenv_buffers_mapped();
     // The node's first task speaks for it where no shared page says who was first.
     let first_task = || spank.task_id().map(|id| id == 0).unwrap_or(false);
     let claim = |what: Once| match &st.once {
@@ -178,12 +180,7 @@ fn place(
         }
     }
     if let Some(nodes) = st.mems.get(i) {
-        let bound = match nodes.is_empty() {
-            true => Err(format!("no NUMA node is local to cpus {list}")),
-            false if st.bind => affinity::bind_memory(nodes),
-            false => Ok(()),
-        };
-        match bound {
+        match affinity::bind_memory(nodes, &list, st.bind) {
             Ok(()) => cpus.push(("LAMA_MEMS".to_string(), format_list(nodes))),
             Err(e) => fatal(format!(
                 "cannot bind the memory of task {rank} on {} to the NUMA nodes of cpus {list}: {e}",

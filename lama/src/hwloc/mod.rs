@@ -5,7 +5,6 @@
 //! [`Locality`]: crate::locality::Locality
 
 pub mod devices;
-pub mod memory;
 pub mod topology;
 
 use std::path::Path;
