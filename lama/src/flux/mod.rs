@@ -12,7 +12,8 @@ use crate::idset::{parse_list, parse_ranges};
 use crate::level::Level;
 use crate::locality::{AllowedGpus, Kind, Locality};
 use crate::mapper::plan;
-use crate::plugin::{cores_to_cpus, Options, Settings, StepError, OPTIONS, SETTINGS};
+use crate::plugin::options::setting_keys;
+use crate::plugin::{cores_to_cpus, Options, Settings, StepError, OPTIONS};
 use crate::taskmap::{rfc34, TaskMap};
 use crate::topology::{NodeTopology, Span};
 
@@ -99,7 +100,7 @@ pub fn settings(conf: Option<&str>) -> Result<Settings, StepError> {
                     _ => {
                         return Err(bad(format!(
                             "{key} takes a single value, not {value}; valid keys: {}",
-                            setting_names()
+                            setting_keys()
                         )))
                     }
                 };
@@ -112,7 +113,7 @@ pub fn settings(conf: Option<&str>) -> Result<Settings, StepError> {
         Some(Ok(v)) => {
             return Err(bad(format!(
                 "conf must be a table of key = value, not {v}; valid keys: {}",
-                setting_names()
+                setting_keys()
             )))
         }
     };
@@ -133,14 +134,6 @@ pub fn cache_folder(s: &Settings, uid: u32) -> Option<std::path::PathBuf> {
         .to_string_lossy()
         .replace("%u", &uid.to_string());
     Some(dir.into())
-}
-
-fn setting_names() -> String {
-    SETTINGS
-        .iter()
-        .map(|s| s.key)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// One shell rank as `flux_shell_get_rank_info` describes it.

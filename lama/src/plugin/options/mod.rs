@@ -21,6 +21,7 @@ mod policy;
 pub use catalogue::{OptionInfo, SettingInfo, OPTIONS, SETTINGS};
 pub use env::{env_name, ENV_PREFIX};
 pub use extras::{GpuVisibility, ThreadRequest, OMP_VARIABLES};
+pub(crate) use plugstack::setting_keys;
 pub use policy::mem_bind_conflict;
 
 use crate::plugin::error::StepError;

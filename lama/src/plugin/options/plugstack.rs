@@ -12,7 +12,7 @@ use crate::openmp::{ProcBind, Threads};
 use crate::plugin::error::StepError;
 
 /// The keys of [`SETTINGS`], for messages.
-fn setting_keys() -> String {
+pub(crate) fn setting_keys() -> String {
     SETTINGS
         .iter()
         .map(|s| s.key)
