@@ -144,23 +144,6 @@ pub fn user_id() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// In a task's own process, before lama sets its variables: keeps Slurm's environment buffers
-/// out of the heap. Slurm's `setenvf` takes a zeroed 256 KiB buffer for every variable it sets
-/// (`ENV_BUFSIZE`, `xmalloc`); glibc serves the first from a fresh mapping, and freeing it
-/// raises glibc's dynamic mmap threshold past that size, so every later buffer comes from the
-/// heap and calloc clears all of it: 64 pages written, each a page fault, and after the fork
-/// from slurmstepd a copy. A fixed threshold keeps each buffer a fresh zero mapping of which
-/// one page is touched. The process execs the user's program soon after: nothing else lives
-/// with the setting.
-#[allow(dead_code)] // the SPANK plugin's, which shares this file with the Flux plugin
-pub fn setenv_buffers_mapped() {
-    // SAFETY: mallopt only changes glibc's allocation parameters; this process (a task before
-    // exec) is single-threaded.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-    }
-}
-
 /// This machine's host name as the task sees it (its UTS namespace's).
 pub fn hostname() -> String {
     let mut buf = [0u8; 256];

@@ -136,7 +136,8 @@ struct Step {
     check_room: bool,
     /// What `execve` allows the tasks' arguments and environment.
     exec_limit: usize,
-    /// Lets the first of the node's tasks to notice something say it for all of them.
+    /// Lets the first of the node's tasks to notice something say it for all of them. Not
+    /// mapped for a node of one task, which is its own first task.
     once: Option<NodeOnce>,
     /// Time `user_init` spent on this node (topology, layout, placement).
     elapsed: Duration,
@@ -613,7 +614,7 @@ unsafe impl Plugin for Lama {
         let mut st = st;
         match st.taskmap_only() {
             Some(map) => exports::offer_task_map(map),
-            None => st.once = Some(NodeOnce::new()),
+            None => st.once = (st.local_ranks.len() > 1).then(NodeOnce::new),
         }
         self.step = Some(st);
         Ok(())

@@ -85,6 +85,27 @@ pub fn measure(names: &[&str]) -> Option<(ExecSize, Vec<(String, usize)>)> {
     Some((size, found))
 }
 
+/// Which of `vars` this task's environment already holds with that very value: each variable
+/// Slurm sets costs a 256 KiB buffer (`setenvf`), and Slurm's own `SLURM_CPU_BIND*` often say
+/// what lama would write. One pass over the environment, in place; all false when Slurm does
+/// not hand it out.
+pub fn already_set(vars: &[(String, String)]) -> Vec<bool> {
+    let mut same = vec![false; vars.len()];
+    if let Some(env) = strings(false) {
+        each(env, |s| {
+            for ((k, v), same) in vars.iter().zip(same.iter_mut()) {
+                let entry = s
+                    .strip_prefix(k.as_bytes())
+                    .and_then(|rest| rest.strip_prefix(b"="));
+                if entry.is_some_and(|value| value == v.as_bytes()) {
+                    *same = true;
+                }
+            }
+        });
+    }
+    same
+}
+
 /// The stack limit the task will exec under: this process's soft limit, or the smaller one
 /// srun propagates (`propagated`, the step's `SLURM_RLIMIT_STACK`).
 pub fn task_stack_limit(propagated: Option<&str>) -> Option<u64> {

@@ -24,8 +24,6 @@ use crate::{affinity, Result, Step};
 
 /// Runs in each task that does more than export `TASK_MAP`.
 pub fn init(st: &Step, spank: &SpankHandle) -> Result {
-    // This task sets several variables, each through Slurm's 256 KiB buffer.
-    affinity::setenv_buffers_mapped();
     // The node's first task speaks for it where no shared page says who was first.
     let first_task = || spank.task_id().map(|id| id == 0).unwrap_or(false);
     let claim = |what: Once| match &st.once {
@@ -103,8 +101,10 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
             );
         }
     }
-    for (k, v) in &vars {
-        spank.setenv(k, v, true)?;
+    for ((k, v), same) in vars.iter().zip(room::already_set(&vars)) {
+        if !same {
+            spank.setenv(k, v, true)?;
+        }
     }
     if st.manage_taskmap && !vars.iter().any(|(k, _)| k == "TASK_MAP") {
         // A map inherited from the job's environment would describe another step.
