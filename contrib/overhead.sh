@@ -6,10 +6,14 @@
 #   none      A, no plugin, no binding (--cpu-bind=none)
 #   noop      A, a SPANK plugin that does nothing (contrib/bench/noop_spank.c): what Slurm's SPANK
 #             machinery costs any plugin, the floor under lama's own cost
+#   rust      A, a Rust SPANK plugin that does nothing but catch panics, linked as lama is
+#             (contrib/bench/rust-floor.sh): what loading any Rust plugin costs (--cpu-bind=none)
 #   taskmap   A, the lama plugin without options: TASK_MAP only (--cpu-bind=none)
 #   lama      A, lama places and binds on top of task/affinity: --lama-map=csbnh --lama-bind=1c
 #             (--cpu-bind=none)
 #   slurm     A, Slurm's own binding of the same shape: --cpu-bind=cores, no plugin
+#   installed A, the same Slurm binding on a site where lama is installed: --cpu-bind=cores, the
+#             lama plugin exports TASK_MAP only
 #   auto      A, lama's automatic policy: --lama-policy=auto (--cpu-bind=none)
 #   mem       A, the policy with memory binding: --lama-policy=auto --lama-mem=local
 #   bare      B, no plugin: a cluster without task/affinity (what task/affinity itself costs)
@@ -45,6 +49,7 @@ cargo build --release --quiet -p lama-spank -p lama-probe
 plugin=${LAMA_OVERHEAD_PLUGIN:-$top/target/release/liblama_spank.so}
 noop=$top/target/release/noop_spank.so
 gcc -O2 -shared -fPIC -I"${SLURM_INCLUDE_DIR:-/usr/include}" contrib/bench/noop_spank.c -o "$noop"
+floor=$(contrib/bench/rust-floor.sh "$top/target/release/rust-floor")
 a=/tmp/lama-overhead-a b=/tmp/lama-overhead-b c=/tmp/lama-overhead-c
 cluster() {  # DIR PORT TASKPLUGIN [LINE]: start a sandbox cluster, lama in its plugstack.conf
   LAMA_SANDBOX=$1 LAMA_SANDBOX_PORT=$2 LAMA_SANDBOX_TASK_PLUGIN=$3 \
@@ -66,7 +71,7 @@ allocate() {
 read -r -a kinds <<<"${LAMA_OVERHEAD_KINDS:-none noop taskmap lama slurm bare site}"
 has_mem=0; [[ " ${kinds[*]} " == *" mem "* ]] && has_mem=1
 for k in "${kinds[@]}"; do
-  case $k in none|noop|taskmap|lama|slurm|bare|site|auto|mem) ;; *) echo "overhead: unknown kind '$k' in LAMA_OVERHEAD_KINDS; valid: none noop taskmap lama slurm bare site auto mem" >&2; exit 2 ;; esac
+  case $k in none|noop|rust|taskmap|lama|slurm|installed|bare|site|auto|mem) ;; *) echo "overhead: unknown kind '$k' in LAMA_OVERHEAD_KINDS; valid: none noop rust taskmap lama slurm installed bare site auto mem" >&2; exit 2 ;; esac
 done
 for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
   ja=$(allocate $a "$n") jb=$(allocate $b "$n")
@@ -76,9 +81,11 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
     case $1 in
       none) args=(--cpu-bind=none) ;;
       noop) line="required $noop" args=(--cpu-bind=none) ;;
+      rust) line="required $floor" args=(--cpu-bind=none) ;;
       taskmap) line="required $plugin" args=(--cpu-bind=none) ;;
       lama) line="required $plugin" args=(--cpu-bind=none --lama-map=csbnh --lama-bind=1c) ;;
       slurm) args=(--cpu-bind=cores) ;;
+      installed) line="required $plugin" args=(--cpu-bind=cores) ;;
       auto) line="required $plugin" args=(--cpu-bind=none --lama-policy=auto) ;;
       mem) line="required $plugin" args=(--cpu-bind=none --lama-policy=auto --lama-mem=local) ;;
       bare) dir=$b job=$jb ;;
@@ -114,7 +121,7 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
   SLURM_CONF=$b/slurm.conf scancel "$jb"
   if grep -q FAILED "$out"; then grep FAILED "$out" >&2; exit 1; fi
   awk -v n="$n" -f "$stats" -f /dev/stdin "$out" <<'AWK'
-    /^(none|noop|taskmap|lama|slurm|bare|site|auto|mem) [0-9]+$/ { k = $1; c[k]++; v[k, c[k]] = $2 / 1000 }
+    /^(none|noop|rust|taskmap|lama|slurm|installed|bare|site|auto|mem) [0-9]+$/ { k = $1; c[k]++; v[k, c[k]] = $2 / 1000 }
     /node placed in/ { cl = $1; pn[cl]++; pt[cl, pn[cl]] = $5 + 0; pl[cl, pn[cl]] = $0 }
     function row(k, what, against) {
       if (!c[k]) return
@@ -127,16 +134,21 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
     }
     END {
       printf "srun -N3 -n%d true (ms per step, median; ratio: median of per-round ratios [95%% interval])\n", n
-      split("none noop taskmap lama slurm bare site auto mem", ks, " ")
-      for (x = 1; x <= 9; x++) { k = ks[x]; m = c[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]; sort(a, m); med[k] = median(a, m) }
+      split("none noop rust taskmap lama slurm installed bare site auto mem", ks, " ")
+      for (x = 1; x <= 11; x++) { k = ks[x]; m = c[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]; sort(a, m); med[k] = median(a, m) }
       print "  cluster A, TaskPlugin=task/affinity:"
       row("none", "no plugin, --cpu-bind=none", "")
       row("noop", "a SPANK plugin that does nothing", "none")
+      row("rust", "a Rust SPANK plugin that does nothing", "none")
       row("taskmap", "lama without options (TASK_MAP only)", "none")
       pair("taskmap against the plugin that does nothing", "taskmap", "noop")
       row("lama", "lama csbnh 1c on top of task/affinity", "none")
       row("slurm", "Slurm binds: --cpu-bind=cores", "none")
       pair("lama against Slurm binding, both on task/affinity", "lama", "slurm")
+      pair("any Rust plugin against Slurm binding", "rust", "slurm")
+      pair("lama against any Rust plugin", "lama", "rust")
+      row("installed", "Slurm binds, lama installed (TASK_MAP only)", "slurm")
+      pair("lama against Slurm binding, lama installed in both", "lama", "installed")
       row("auto", "lama --lama-policy=auto", "slurm")
       row("mem", "lama --lama-policy=auto --lama-mem=local", "auto")
       print "  cluster B, TaskPlugin=task/none, lama is the binder:"

@@ -37,39 +37,7 @@ trap cleanup EXIT
 
 cargo build --release --quiet -p lama-spank
 gcc -O2 -shared -fPIC -I"$inc" contrib/bench/noop_spank.c -o "$work/noop.so"
-# The Rust floor: a throwaway crate outside the tree, no dependencies.
-version=$(awk '/define SLURM_VERSION_NUMBER/ {print $3}' "$inc/slurm/slurm_version.h")
-eh=$(dirname "$(cc -print-file-name=libgcc_eh.a)")
-mkdir -p "$work/rust/src"
-cat > "$work/rust/Cargo.toml" <<EOF
-[package]
-name = "floor"
-version = "0.0.0"
-edition = "2021"
-[lib]
-crate-type = ["cdylib"]
-[workspace]
-EOF
-cat > "$work/rust/build.rs" <<EOF
-fn main() {
-    println!("cargo:rustc-link-search=native=$eh");
-    println!("cargo:rustc-link-lib=static:+whole-archive=gcc_eh");
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
-}
-EOF
-cat > "$work/rust/src/lib.rs" <<EOF
-#[no_mangle]
-pub static plugin_name: [u8; 6] = *b"floor\0";
-#[no_mangle]
-pub static plugin_type: [u8; 6] = *b"spank\0";
-#[no_mangle]
-pub static plugin_version: u32 = $version;
-#[no_mangle]
-pub extern "C" fn slurm_spank_init(_: *mut u8, ac: i32, _: *const *const u8) -> i32 {
-    std::panic::catch_unwind(|| if ac < 0 { panic!("{ac}") } else { 0 }).unwrap_or(-1)
-}
-EOF
-cargo build --release --quiet --manifest-path "$work/rust/Cargo.toml" --target-dir "$work/rust/target"
+floor=$(SLURM_INCLUDE_DIR=$inc contrib/bench/rust-floor.sh "$work/rust")
 
 LAMA_SANDBOX=$dir LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-25800} contrib/sandbox.sh start >/dev/null
 export SLURM_CONF=$dir/slurm.conf
@@ -86,7 +54,7 @@ for kind in "${kinds[@]}"; do
   case $kind in
     none) line="" ;;
     noop) line="required $work/noop.so" ;;
-    rust) line="required $work/rust/target/release/libfloor.so" ;;
+    rust) line="required $floor" ;;
     lama) line="required $lama" ;;
     place) line="required $lama" args=(--cpu-bind=none --lama-map=csbnh --lama-bind=1c) ;;
     slurm) line="" args=(--cpu-bind=cores) ;;
