@@ -1,6 +1,6 @@
 //! The `--lama-*` options, registered with Slurm directly and collected by one callback into a
 //! fixed table. slurm-spank's option helpers build three C strings and a map entry per option
-//! and look values up by formatted name; srun and every slurmstepd register all sixteen options
+//! and look values up by formatted name; srun and every slurmstepd register all eighteen options
 //! once per step, so that work is paid on every launch. Slurm copies what is registered, so the
 //! strings here live only for the call.
 
@@ -64,7 +64,7 @@ pub fn register(spank: spank_t) -> Result<(), String> {
                 std::ptr::null()
             },
             has_arg: c_int::from(info.arg.is_some()),
-            // At most OPTIONS.len() (sixteen), so always within c_int.
+            // At most OPTIONS.len() (eighteen), so always within c_int.
             val: i as c_int,
             cb: Some(option_given),
         };
