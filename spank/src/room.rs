@@ -65,45 +65,40 @@ fn each(array: *const *const c_char, mut f: impl FnMut(&[u8])) {
     }
 }
 
+/// One of `vars` that the environment already holds.
+pub struct Held {
+    /// The variable's name.
+    pub name: String,
+    /// `NAME=VALUE` with its NUL, as `execve` counts it.
+    pub bytes: usize,
+    /// Whether it already has the value lama would set: then lama does not set it again (Slurm's
+    /// setenv costs a 256 KiB buffer a variable, and Slurm's own `SLURM_CPU_BIND*` often say
+    /// what lama would write).
+    pub same: bool,
+}
+
 /// The job's (in `user_init`, the step's; in `task_init`, this task's) arguments and
-/// environment as `execve` counts them, and the `NAME=VALUE` size of each of `names` the
-/// environment holds. `None` when Slurm does not say.
-pub fn measure(names: &[&str]) -> Option<(ExecSize, Vec<(String, usize)>)> {
+/// environment as `execve` counts them, and which of `vars` (name, value) the environment
+/// already holds, in one pass, in place. `None` when Slurm does not say.
+pub fn measure(vars: &[(&str, &str)]) -> Option<(ExecSize, Vec<Held>)> {
     let env = strings(false)?;
     let argv = strings(true)?;
-    let mut found = Vec::new();
+    let mut held = Vec::new();
     let mut size = ExecSize::default();
     each(env, |s| {
         size = size.plus(ExecSize::of([s]));
         if let Some(eq) = s.iter().position(|&b| b == b'=') {
-            if let Some(n) = names.iter().find(|n| n.as_bytes() == &s[..eq]) {
-                found.push((n.to_string(), s.len() + 1));
+            if let Some((n, v)) = vars.iter().find(|(n, _)| n.as_bytes() == &s[..eq]) {
+                held.push(Held {
+                    name: n.to_string(),
+                    bytes: s.len() + 1,
+                    same: &s[eq + 1..] == v.as_bytes(),
+                });
             }
         }
     });
     each(argv, |s| size = size.plus(ExecSize::of([s])));
-    Some((size, found))
-}
-
-/// Which of `vars` this task's environment already holds with that very value: each variable
-/// Slurm sets costs a 256 KiB buffer (`setenvf`), and Slurm's own `SLURM_CPU_BIND*` often say
-/// what lama would write. One pass over the environment, in place; all false when Slurm does
-/// not hand it out.
-pub fn already_set(vars: &[(String, String)]) -> Vec<bool> {
-    let mut same = vec![false; vars.len()];
-    if let Some(env) = strings(false) {
-        each(env, |s| {
-            for ((k, v), same) in vars.iter().zip(same.iter_mut()) {
-                let entry = s
-                    .strip_prefix(k.as_bytes())
-                    .and_then(|rest| rest.strip_prefix(b"="));
-                if entry.is_some_and(|value| value == v.as_bytes()) {
-                    *same = true;
-                }
-            }
-        });
-    }
-    same
+    Some((size, held))
 }
 
 /// The stack limit the task will exec under: this process's soft limit, or the smaller one

@@ -75,17 +75,19 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
     };
     // Measured only where user_init found the step near the limit (or lama places).
     let measured = if st.check_room {
-        let names: Vec<&str> = groups
+        let wanted: Vec<(&str, &str)> = groups
             .iter()
-            .flat_map(|g| g.vars.iter().map(|(n, _)| n.as_str()))
+            .flat_map(|g| g.vars.iter().map(|(n, v)| (n.as_str(), v.as_str())))
             .collect();
-        room::measure(&names)
+        room::measure(&wanted)
     } else {
         None
     };
-    let (vars, withheld) = match measured {
-        Some((now, found)) => {
-            let existing = |n: &str| found.iter().find(|(k, _)| k == n).map(|(_, b)| *b);
+    let (now, held) = measured.unzip();
+    let held = held.unwrap_or_default();
+    let (vars, withheld) = match now {
+        Some(now) => {
+            let existing = |n: &str| held.iter().find(|h| h.name == n).map(|h| h.bytes);
             fit(groups, now, existing, st.exec_limit)
         }
         // Not measured: each variable is still checked against the one-string limit.
@@ -101,8 +103,8 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
             );
         }
     }
-    for ((k, v), same) in vars.iter().zip(room::already_set(&vars)) {
-        if !same {
+    for (k, v) in &vars {
+        if !held.iter().any(|h| h.same && h.name == *k) {
             spank.setenv(k, v, true)?;
         }
     }
