@@ -3,11 +3,13 @@
 //! each task runs.
 //!
 //! - Tasks go to NUMA domains in proportion to the step's GPUs under each domain (jobs with GPUs)
-//!   or to the step's cores in each (jobs without), largest remainders first. With fewer tasks
-//!   than domains, each task gets a run of whole neighbouring domains instead.
-//! - Inside a domain, tasks get consecutive whole cores, one hardware thread per core, unless
-//!   tasks × workers exceed the domain's cores: then the fewest hardware threads per core that
-//!   fit.
+//!   or to the step's cores in each (jobs without), largest remainders first, no domain taking
+//!   more tasks than it has hardware threads for their workers while another has room. With
+//!   fewer tasks than domains, each task gets a run of whole neighbouring domains instead.
+//! - Inside its domain or run, a task gets consecutive whole cores, one hardware thread per
+//!   core, unless its workers (`-c`, `--lama-threads`) outnumber the cores: then the fewest
+//!   hardware threads per core that fit them. So every task has at least its workers' CPUs
+//!   whenever the node has room for them.
 //! - Each task's GPUs are those of its domain, shared out evenly in rank order.
 //!
 //! Pure and deterministic: the same inputs give the same answer.
@@ -176,15 +178,21 @@ pub fn auto(
         dom_gpus.iter().map(|g| g.len() as u64).collect()
     };
     let used: Vec<usize> = (0..doms.len()).filter(|&d| weights[d] > 0).collect();
+    let workers = workers.max(1);
     if tasks < used.len() {
-        let mut out = grouped(&doms, &used, tasks);
+        let mut out = grouped(&doms, &used, tasks, workers);
         share_gpus(&mut out, &dom_gpus, &far);
         return Ok(out);
     }
+    let room: Vec<usize> = doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect();
+    // A domain takes no more tasks than it has hardware threads for all their workers (`-c`),
+    // unless the node as a whole has no such room: then only its hardware threads cap it.
     let caps: Vec<usize> = if tasks > pus {
         vec![usize::MAX; doms.len()]
+    } else if room.iter().map(|r| r / workers).sum::<usize>() >= tasks {
+        room.iter().map(|r| r / workers).collect()
     } else {
-        doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect()
+        room
     };
     let per_domain = shares(tasks, &weights, &caps);
     let mut out = Vec::with_capacity(tasks);
@@ -193,16 +201,7 @@ pub fn auto(
             continue;
         }
         let cores = &doms[d];
-        let most = cores.iter().map(Vec::len).max().unwrap_or(1);
-        // The fewest hardware threads per core that fit every worker.
-        let smt = (1..=most)
-            .find(|&s| k * workers.max(1) <= cores.len() * s)
-            .unwrap_or(most)
-            .max(k.div_ceil(cores.len()));
-        let slots: Vec<u32> = cores
-            .iter()
-            .flat_map(|c| c.iter().take(smt).copied())
-            .collect();
+        let slots = first_threads(cores, k * workers);
         for j in 0..k {
             let (a, b) = (j * slots.len() / k, (j + 1) * slots.len() / k);
             // Stacked (more tasks than slots): one hardware thread each, shared in turn.
@@ -301,15 +300,27 @@ fn share_gpus(tasks: &mut [AutoTask], dom_gpus: &[Vec<usize>], far: &[usize]) {
     }
 }
 
-/// Fewer tasks than domains: each task takes a run of neighbouring domains, whole.
-fn grouped(doms: &[Vec<Vec<u32>>], used: &[usize], tasks: usize) -> Vec<AutoTask> {
+/// The first hardware threads of each of `cores`, as few per core as give `need` of them (all
+/// of them when even that is too few): one per core until workers outnumber cores. Cores of a
+/// step may differ in threads (Slurm can give part of a core), so the threads are counted.
+fn first_threads(cores: &[Vec<u32>], need: usize) -> Vec<u32> {
+    let most = cores.iter().map(Vec::len).max().unwrap_or(1);
+    let count = |s: usize| cores.iter().map(|c| c.len().min(s)).sum::<usize>();
+    let smt = (1..=most).find(|&s| count(s) >= need).unwrap_or(most);
+    cores
+        .iter()
+        .flat_map(|c| c.iter().take(smt).copied())
+        .collect()
+}
+
+/// Fewer tasks than domains: each task takes a run of neighbouring domains, whole, with as many
+/// hardware threads per core as its `workers` need.
+fn grouped(doms: &[Vec<Vec<u32>>], used: &[usize], tasks: usize, workers: usize) -> Vec<AutoTask> {
     (0..tasks)
         .map(|j| {
             let run = &used[j * used.len() / tasks..(j + 1) * used.len() / tasks];
-            let mut cpus: Vec<u32> = run
-                .iter()
-                .flat_map(|&d| doms[d].iter().filter_map(|c| c.first().copied()))
-                .collect();
+            let cores: Vec<Vec<u32>> = run.iter().flat_map(|&d| doms[d].clone()).collect();
+            let mut cpus = first_threads(&cores, workers);
             cpus.sort_unstable();
             AutoTask {
                 cpus,

@@ -85,6 +85,62 @@ fn invariants_on_every_machine() {
     }
 }
 
+/// Issue 48, case 2: `salloc -n1 -c8` on 2 sockets x 2 cores x 2 threads over two NUMA nodes.
+/// One task runs over both domains and needs both threads of each core for its 8 workers; two
+/// tasks of 4 take one domain each, both threads; four tasks of 2 take one core each.
+#[test]
+fn workers_decide_threads_per_core_below_the_domain_count() {
+    let node = NodeTopology::from_synthetic("numa:2 core:2 pu:2").expect("synthetic");
+    let cpus = |tasks, workers| -> Vec<Vec<u32>> {
+        auto(&node, &[], tasks, workers, false)
+            .expect("place")
+            .into_iter()
+            .map(|t| t.cpus)
+            .collect()
+    };
+    // hwloc numbers the PUs in order: core k holds PUs 2k and 2k+1.
+    assert_eq!(cpus(1, 8), [vec![0, 1, 2, 3, 4, 5, 6, 7]]);
+    assert_eq!(cpus(1, 4), [vec![0, 2, 4, 6]]);
+    assert_eq!(cpus(1, 5), [vec![0, 1, 2, 3, 4, 5, 6, 7]]);
+    assert_eq!(cpus(2, 4), [vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
+    assert_eq!(cpus(4, 2), [vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]);
+    // Three tasks of two: the domains have room for two each, so no task is cut to one CPU.
+    assert!(cpus(3, 2).iter().all(|c| c.len() >= 2));
+}
+
+/// The `-c` rule on every machine for task counts below, at and above its domain count: a task
+/// has at least its workers' CPUs whenever the node has room for all of them (a task over a run
+/// of domains, their hardware threads when fewer).
+#[test]
+fn workers_get_their_cpus_on_every_machine() {
+    for (name, node, _) in machines() {
+        let doms = domains(node);
+        let room: Vec<usize> = doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect();
+        let pus: usize = room.iter().sum();
+        for workers in [1usize, 2, 3, 4, 8, 16] {
+            for tasks in 1..=(2 * doms.len() + 1).min(pus) {
+                let placed = auto(node, &[], tasks, workers, false).expect(name);
+                let fits = room.iter().map(|r| r / workers).sum::<usize>() >= tasks;
+                for t in &placed {
+                    let has: usize = t.domains.iter().map(|&d| room[d]).sum();
+                    let want = if tasks < doms.len() {
+                        workers.min(has)
+                    } else if fits {
+                        workers
+                    } else {
+                        1
+                    };
+                    assert!(
+                        t.cpus.len() >= want,
+                        "{name} tasks={tasks} workers={workers}: a task has {:?}",
+                        t.cpus
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn same_answer_every_time() {
     let path = xmls()
@@ -204,9 +260,19 @@ proptest::proptest! {
             }
             proptest::prop_assert!(t.gpus.iter().all(|d| g.iter().any(|x| x.device == *d)), "{name}: a GPU not the step's");
         }
-        // Tasks per domain within one of their share, where no domain is full.
+        // The -c rule: each task has its workers' CPUs whenever the node has room for them, a
+        // task over several domains all their hardware threads when they have fewer.
+        let room: Vec<usize> = doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect();
+        let fit_workers = room.iter().map(|r| r / workers).sum::<usize>() >= tasks;
+        for t in &placed {
+            let has: usize = t.domains.iter().map(|&d| room[d]).sum();
+            let want = if tasks < used { workers.min(has) } else if fit_workers { workers } else { 1 };
+            proptest::prop_assert!(t.cpus.len() >= want, "{name}: a task of {workers} worker(s) has {} CPU(s)", t.cpus.len());
+        }
+        // Tasks per domain within one of their share, where no domain is full (a domain is full
+        // at as many tasks as it has hardware threads for their workers, when the node has room).
         let total: usize = weights.iter().sum();
-        let caps: Vec<usize> = doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect();
+        let caps: Vec<usize> = if fit_workers { room.iter().map(|r| r / workers).collect() } else { room.clone() };
         let fits = (0..doms.len()).all(|d| (tasks * weights[d]).div_ceil(total) <= caps[d]);
         if tasks >= used && fits {
             for d in 0..doms.len() {

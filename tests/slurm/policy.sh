@@ -49,6 +49,13 @@ got=$(timeout 120 salloc -N1 -w n1 --exclusive srun -n8 -c2 --lama-policy=auto b
 want=$(for t in 0 1 2 3 4 5 6 7; do echo "$t ${first[t]}-$((first[t] + 1)) none 2 map"; done)
 if [ "$got" = "$want" ]; then ok "policy auto with --cpus-per-task=2: 8 tasks on 8 cores take both hardware threads of one core each"
 else not_ok "policy auto with --cpus-per-task=2" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+# Issue 48, case 2: one task of 16 workers is fewer tasks than the 2 domains. It runs over both
+# and needs two hardware threads of each of the 8 cores (c and c+1) for its 16 OpenMP threads
+# (it had one per core, 8 CPUs, before).
+got=$(timeout 120 salloc -N1 -w n1 --exclusive -n1 -c16 srun --lama-policy=auto bash "$work/task.sh" 2>"$work/err")
+want="0 $(for c in "${first[@]}"; do printf '%s-%s,' "$c" $((c + 1)); done | sed 's/,$//') none 16 map"
+if [ "$got" = "$want" ]; then ok "policy auto, salloc -n1 -c16: the one task over both domains gets its 16 workers' CPUs (two hardware threads per core)"
+else not_ok "policy auto with one task of -c16" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
 # The job's plan counts salloc's -c as the plugin does (it planned one hardware thread per task
 # before). Its node report reads the declared XML through hwloc's HWLOC_XMLFILE.
 got=$(timeout 120 salloc -N1 -w n1 --exclusive -n8 -c2 bash -c "HWLOC_XMLFILE='$x3' '$lama' plan --from-slurm --policy auto --step-gpus none --format json" 2>"$work/err" |
