@@ -106,6 +106,7 @@ for r in "${releases[@]}"; do
     tests/slurm/launchers.sh target/debug/lama "$plugin"
     tests/slurm/flux.sh target/debug/lama "$plugin" target/debug/liblama_flux.so "$flux_prefix"
     tests/slurm/policy.sh target/debug/lama "$plugin"
+    tests/slurm/beside.sh target/debug/lama "$plugin"
     tests/slurm/docs.sh target/debug/lama "$plugin"
     tests/slurm/faults.sh target/debug/lama "$plugin"
     tests/slurm/load.sh target/debug/lama "$plugin"

@@ -6,6 +6,27 @@
 
 use crate::locality::Numa;
 
+/// How a task's memory is held to its NUMA nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemPolicy {
+    /// Only those nodes (`MPOL_BIND`): `--lama-mem=local`, Slurm's `--mem-bind=local`.
+    #[default]
+    Bind,
+    /// The first of them preferred, the others used when it is full (`MPOL_PREFERRED`), as
+    /// Slurm's `--mem-bind=prefer` does.
+    Preferred,
+}
+
+impl MemPolicy {
+    /// The policy's name in `--lama-verbose` lines and the reference.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemPolicy::Bind => "bind",
+            MemPolicy::Preferred => "preferred",
+        }
+    }
+}
+
 /// The OS indexes of the NUMA nodes local to `cpus` (OS indexes), ascending; with `allowed`,
 /// only those the process may use (the nodes a cgroup withholds are absent from the topology
 /// hwloc loads, so hwloc never names them).

@@ -2,6 +2,8 @@
 
 use std::io;
 
+use lama::memory::MemPolicy;
+
 /// A kernel bit mask of `ids`, sized to the largest; `None` for no id.
 fn mask_of(ids: &[u32]) -> Option<Vec<libc::c_ulong>> {
     let max = *ids.iter().max()?;
@@ -81,6 +83,8 @@ pub fn allowed() -> Result<Vec<u32>, String> {
 
 /// `set_mempolicy`'s mode that allows the listed nodes only (linux/mempolicy.h).
 const MPOL_BIND: libc::c_long = 2;
+/// `set_mempolicy`'s mode that prefers one node and falls back to the others.
+const MPOL_PREFERRED: libc::c_long = 1;
 /// `get_mempolicy`'s flag for the nodes the calling process may use (its cpuset's mems).
 const MPOL_F_MEMS_ALLOWED: libc::c_ulong = 1 << 2;
 
@@ -123,10 +127,15 @@ pub fn tasks_numa<'a>(
 
 /// Binds the calling task's memory (it must be single-threaded, as a task is before it runs the
 /// user's program) to its NUMA nodes `nodes` (OS indexes), those of its CPUs `cpus` (a cpulist,
-/// for the message), with `MPOL_BIND`, what hwloc's `hwloc_set_membind` with
-/// `HWLOC_MEMBIND_BIND` does on Linux; when not `bind` (`topology=FILE`), only checks that
-/// there are some.
-pub fn bind_memory(nodes: &[u32], cpus: &str, bind: bool) -> Result<(), String> {
+/// for the message): with [`MemPolicy::Bind`], `MPOL_BIND` over all of them (what hwloc's
+/// `hwloc_set_membind` with `HWLOC_MEMBIND_BIND` does on Linux); with
+/// [`MemPolicy::Preferred`], `MPOL_PREFERRED` on the first (as Slurm's `--mem-bind=prefer`).
+/// When not `bind` (`topology=FILE`), only checks that there are some.
+pub fn bind_memory(nodes: &[u32], cpus: &str, policy: MemPolicy, bind: bool) -> Result<(), String> {
+    let (mode, nodes) = match policy {
+        MemPolicy::Bind => (MPOL_BIND, nodes),
+        MemPolicy::Preferred => (MPOL_PREFERRED, nodes.get(..1).unwrap_or_default()),
+    };
     let mask = mask_of(nodes).ok_or_else(|| format!("no NUMA node is local to cpus {cpus}"))?;
     if !bind {
         return Ok(());
@@ -134,7 +143,7 @@ pub fn bind_memory(nodes: &[u32], cpus: &str, bind: bool) -> Result<(), String> 
     // The kernel reads `maxnode - 1` bits.
     let maxnode = (mask.len() * libc::c_ulong::BITS as usize + 1) as libc::c_ulong;
     // SAFETY: the kernel reads `maxnode - 1` bits from a live buffer of exactly that many.
-    checked(unsafe { libc::syscall(libc::SYS_set_mempolicy, MPOL_BIND, mask.as_ptr(), maxnode) })
+    checked(unsafe { libc::syscall(libc::SYS_set_mempolicy, mode, mask.as_ptr(), maxnode) })
 }
 
 /// The calling process's effective user id.

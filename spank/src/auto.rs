@@ -1,39 +1,32 @@
 //! The automatic policy (`--lama-policy=auto`, `policy=auto`) and memory binding
 //! (`--lama-mem=local`) in the plugin: reading what the policy needs from Slurm (the step's
-//! CPUs and GPUs on the node, `--cpus-per-task`), and the checks srun makes before launch.
+//! CPUs and GPUs on the node, `--cpus-per-task`), and Slurm's own binding options beside lama's.
 //! The placement itself is `lama::policy`'s.
 
 use lama::locality::allowed_gpus;
-use lama::plugin::{
-    auto_devices, auto_threads, auto_workers, mem_bind_conflict, place_auto, Options, Settings,
-};
+use lama::plugin::{auto_devices, auto_threads, auto_workers, place_auto, Options, Settings};
 use lama::policy::gpus_of;
+use lama::slurm::Beside;
 
 use crate::{affinity, Devices, Lama, Step};
 use slurm_spank::SpankHandle;
 
-/// What srun refuses before launch, once for the step: `--lama-mem=local` under Slurm's own
-/// memory binding, as srun reads it from its environment (`SLURM_MEM_BIND`, which sbatch and
-/// salloc export for `--mem-bind`). A `--mem-bind` on srun's own command line does not reach
-/// the plugin here: each node refuses it (`SLURM_MEM_BIND_TYPE`).
-#[cold]
-#[inline(never)]
-pub fn check_in_srun(settings: &Settings, user: &Options) -> Result<(), String> {
-    if !settings.mem(user).map_err(|e| e.to_string())? {
-        return Ok(());
-    }
-    let Ok(bind) = std::env::var("SLURM_MEM_BIND") else {
-        return Ok(());
-    };
-    let kind: Vec<&str> = bind
-        .split(',')
-        .map(str::trim)
-        .filter(|w| !matches!(*w, "verbose" | "v" | "quiet" | "q" | "prefer" | "sort" | ""))
-        .collect();
-    match mem_bind_conflict(Some(&kind.join(","))) {
-        Some(why) => Err(why.replace("SLURM_MEM_BIND_TYPE", "SLURM_MEM_BIND")),
-        None => Ok(()),
-    }
+/// What Slurm's own `--cpu-bind` and `--mem-bind` for the step (`get` reads the variables srun
+/// writes for them: srun's own environment before launch, the step's in slurmstepd) change for a
+/// step lama places ([`lama::slurm::binding`]).
+pub fn slurm_binding(
+    settings: &Settings,
+    user: &Options,
+    get: impl Fn(&str) -> Option<String>,
+) -> Beside {
+    let mem = settings.mem(user).unwrap_or(false);
+    lama::slurm::beside(
+        get("SLURM_CPU_BIND_TYPE").as_deref(),
+        get("SLURM_MEM_BIND_TYPE").as_deref(),
+        get("SLURM_MEM_BIND_PREFER").as_deref(),
+        user.asked_placement().as_deref(),
+        mem,
+    )
 }
 
 impl Lama {
@@ -120,18 +113,15 @@ impl Lama {
         Ok(())
     }
 
-    /// `--lama-mem=local`: refused under Slurm's `--mem-bind`; otherwise each task's NUMA nodes,
-    /// chosen here from the node's topology (the cache's record of hwloc's NUMA nodes) before
-    /// the tasks fork, so that each task binds with one system call and no hwloc.
+    /// Memory binding (`--lama-mem=local`, or Slurm's `--mem-bind=local|rank` following lama's
+    /// CPUs): each task's NUMA nodes, chosen here from the node's topology (the cache's record of
+    /// hwloc's NUMA nodes) before the tasks fork, so that each task binds with one system call
+    /// and no hwloc.
     #[cold]
     #[inline(never)]
-    pub(crate) fn prepare_memory(&self, spank: &SpankHandle, st: &mut Step) -> Result<(), String> {
-        if !self.settings.mem(&self.user).map_err(|e| e.to_string())? {
+    pub(crate) fn prepare_memory(&self, st: &mut Step) -> Result<(), String> {
+        if st.mem_policy.is_none() {
             return Ok(());
-        }
-        let slurm = spank.getenv("SLURM_MEM_BIND_TYPE").ok().flatten();
-        if let Some(why) = mem_bind_conflict(slurm.as_deref()) {
-            return Err(why);
         }
         let numa = st
             .numa

@@ -72,6 +72,7 @@ fn register_options(spank: spank_t, handle: &SpankHandle) -> Result<(), Box<dyn 
 
 hook!(slurm_spank_init, init, register_options);
 hook!(slurm_spank_init_post_opt, init_post_opt);
+hook!(slurm_spank_local_user_init, local_user_init);
 hook!(slurm_spank_user_init, user_init);
 
 /// The step's `TASK_MAP`, when exporting it is all each task has to do.

@@ -25,7 +25,7 @@ use lama::plugin::{
     choose_devices, cores_to_cpus, place_node, usable_cpus, GpuVisibility, NodeDevices, Options,
     Placing, Settings, TaskBinding,
 };
-use lama::slurm::{check_step_map, MapCheck, StepEnv};
+use lama::slurm::{check_step_map, Beside, MapCheck, StepEnv};
 use lama::taskmap::{rfc34, TaskMap};
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle};
 
@@ -145,10 +145,13 @@ struct Step {
     phases: Vec<(&'static str, Duration)>,
     /// When the current phase started.
     lap: Option<Instant>,
-    /// `--lama-mem=local`: per placed task, the NUMA nodes local to its CPUs (bound unless
-    /// `topology=FILE`, where they are only named); empty otherwise.
+    /// How the tasks' memory is bound: `--lama-mem=local`, or Slurm's `--mem-bind=local|rank`
+    /// (with `prefer`) following the CPUs lama chose; `None` leaves memory alone.
+    mem_policy: Option<lama::memory::MemPolicy>,
+    /// Per placed task, the NUMA nodes local to its CPUs (bound unless `topology=FILE`, where
+    /// they are only named) when `mem_policy` is set; empty otherwise.
     mems: Vec<Vec<u32>>,
-    /// The node's NUMA nodes, kept from its topology for `--lama-mem=local`.
+    /// The node's NUMA nodes, kept from its topology for `mem_policy`.
     numa: Option<Vec<lama::locality::Numa>>,
     /// What the automatic policy chose on this node, for `--lama-verbose`.
     policy: Option<String>,
@@ -300,7 +303,31 @@ impl Lama {
         }
         st.local_ranks = ranks.clone();
         st.lap("TASK_MAP");
-        match self.settings.placing(&self.user, Some(ranks.len())) {
+        let placing = self.settings.placing(&self.user, Some(ranks.len()));
+        let placing = match placing {
+            Ok(Placing::LeftAlone) => Ok(Placing::LeftAlone),
+            // Slurm's own binding options, as srun wrote them for this step (srun refused or
+            // said what they change before launch).
+            Ok(p) => match auto::slurm_binding(&self.settings, &self.user, |k| {
+                spank.getenv(k).ok().flatten()
+            }) {
+                Beside::Place(follow) => match self.settings.mem(&self.user) {
+                    Ok(lama_mem) => {
+                        st.mem_policy =
+                            lama_mem.then_some(lama::memory::MemPolicy::Bind).or(follow);
+                        Ok(p)
+                    }
+                    Err(e) => Err(e.to_string()),
+                },
+                Beside::LeaveToSlurm(note) => {
+                    log(LogLevel::Info, &format!("lama: {note}"));
+                    Ok(Placing::LeftAlone)
+                }
+                Beside::Refuse(why) => Err(why),
+            },
+            Err(e) => Err(e.to_string()),
+        };
+        match placing {
             Ok(Placing::LeftAlone) => {}
             Ok(Placing::Map(req)) => {
                 st.placing = true;
@@ -314,10 +341,10 @@ impl Lama {
                     st.failure = Some(e);
                 }
             }
-            Err(e) => st.failure = Some(e.to_string()),
+            Err(e) => st.failure = Some(e),
         }
         if st.placing && st.failure.is_none() {
-            if let Err(e) = self.prepare_memory(spank, &mut st) {
+            if let Err(e) = self.prepare_memory(&mut st) {
                 st.failure = Some(e);
             }
         }
@@ -358,7 +385,23 @@ impl Lama {
         let counts = self.settings.devices(&self.user).map_err(|e| e.to_string());
         let want_devices = matches!(counts, Ok(c) if c != (0, 0));
         let (topo, cpus, loc) = self.step_node(spank, st, want_devices)?;
-        st.tasks = place_node(&topo, &cpus, req, ranks, st.verbose).map_err(|e| e.to_string())?;
+        // srun's -c implies --exact: a step may hold fewer CPUs than a wide binding needs.
+        let exact = || {
+            let per_task = spank.getenv("SLURM_CPUS_PER_TASK").ok().flatten();
+            lama::slurm::exact_note(per_task.as_deref(), ranks.len(), cpus.len())
+        };
+        st.tasks = place_node(&topo, &cpus, req, ranks, st.verbose).map_err(|e| match exact() {
+            Some(note) => format!("{e} ({note})"),
+            None => e.to_string(),
+        })?;
+        if shares_cpus(&st.tasks) && st.warning.is_none() {
+            if let Some(note) = exact() {
+                st.warning = Some(format!(
+                    "tasks of this step share CPUs on node {} {}: {note}",
+                    st.nodeid, st.host
+                ));
+            }
+        }
         st.lap("placement");
         if let Some(t) = self
             .settings
@@ -422,9 +465,8 @@ impl Lama {
         st: &mut Step,
         devices: bool,
     ) -> std::result::Result<(lama::NodeTopology, Vec<u32>, Option<Locality>), String> {
-        // --lama-mem=local reads the node's NUMA nodes from the same source (a bad value fails
-        // the step later, in `prepare_memory`).
-        let mem = self.settings.mem(&self.user).unwrap_or(false);
+        // Memory binding reads the node's NUMA nodes from the same source.
+        let mem = st.mem_policy.is_some();
         let detail = match (devices, mem) {
             (true, _) => Detail::Devices,
             (false, true) => Detail::Numa,
@@ -482,6 +524,15 @@ impl Devices {
         .sharing(self.visibility);
         Ok(all.env(&self.loc, i))
     }
+}
+
+/// Whether two of a node's tasks were given a CPU in common (`--lama-oversubscribe`).
+fn shares_cpus(tasks: &[TaskBinding]) -> bool {
+    let mut all: Vec<u32> = tasks.iter().flat_map(|t| t.cpus.iter().copied()).collect();
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    all.len() < n
 }
 
 /// This node's id and the global ids of its tasks, from Slurm's items.
@@ -564,9 +615,33 @@ unsafe impl Plugin for Lama {
             self.settings
                 .gpu_visibility(&self.user)
                 .map_err(|e| fail(&e.to_string()))?;
-            auto::check_in_srun(&self.settings, &self.user).map_err(|e| fail(&e))?;
+            self.settings
+                .mem(&self.user)
+                .map_err(|e| fail(&e.to_string()))?;
         }
         Ok(())
+    }
+
+    /// In srun, once the step exists and before any task starts: srun has written the step's
+    /// own `--cpu-bind` and `--mem-bind` into its environment by now (they are not there when
+    /// the options are read), so a binding that contradicts lama's placement fails the step
+    /// here, once, and one the site's default placement yields to is said here, once.
+    fn local_user_init(&mut self, _spank: &mut SpankHandle) -> Result {
+        if matches!(
+            self.settings.placing(&self.user, None),
+            Ok(Placing::LeftAlone) | Err(_)
+        ) {
+            return Ok(());
+        }
+        let get = |k: &str| std::env::var(k).ok();
+        match auto::slurm_binding(&self.settings, &self.user, get) {
+            Beside::Place(_) => Ok(()),
+            Beside::LeaveToSlurm(note) => {
+                log(LogLevel::Info, &format!("lama: {note}"));
+                Ok(())
+            }
+            Beside::Refuse(why) => Err(fail(&why)),
+        }
     }
 
     fn user_init(&mut self, spank: &mut SpankHandle) -> Result {

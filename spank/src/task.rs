@@ -15,7 +15,7 @@
 use lama::environ::{fit, ExecSize, Group};
 use lama::idset::format_list;
 use lama::plugin::{placed_in, verbose_extras, OMP_VARIABLES};
-use lama::slurm::{check_task, cpu_bind_env};
+use lama::slurm::{check_task, cpu_bind_env, cpu_bind_line, cpu_bind_verbose};
 use slurm_spank::SpankHandle;
 
 use crate::once::{stop_task, Once};
@@ -181,8 +181,27 @@ fn place(
             cpus.extend(cpu_bind_env(&previous, &local));
         }
     }
+    // After Slurm's own `--cpu-bind=verbose` line (its task plugin printed the mask lama
+    // replaced), the one lama set, in the same form.
+    if cpu_bind_verbose(
+        spank
+            .getenv("SLURM_CPU_BIND_VERBOSE")
+            .ok()
+            .flatten()
+            .as_deref(),
+    ) {
+        let local = spank
+            .task_id()
+            .ok()
+            .and_then(|i| u32::try_from(i).ok())
+            .unwrap_or_default();
+        say!(
+            "{}",
+            cpu_bind_line(&st.host, rank, local, std::process::id(), &t.cpus, st.bind)
+        );
+    }
     if let Some(nodes) = st.mems.get(i) {
-        match affinity::bind_memory(nodes, &list, st.bind) {
+        match affinity::bind_memory(nodes, &list, st.mem_policy.unwrap_or_default(), st.bind) {
             Ok(()) => cpus.push(("LAMA_MEMS".to_string(), format_list(nodes))),
             Err(e) => fatal(format!(
                 "cannot bind the memory of task {rank} on {} to the NUMA nodes of cpus {list}: {e}",

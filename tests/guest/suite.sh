@@ -124,7 +124,7 @@ step_case() {
     for c in $(expand "$cpus" | tr , ' '); do
       [[ ,$(expand "$step"), == *,$c,* ]] || bad+="task $task bound to CPU $c outside the step's cpuset.cpus.effective $step; "
     done
-    if [[ $srun_args == *--lama-mem=local* ]]; then
+    if [[ $srun_args == *--lama-mem=local* || $srun_args == *--mem-bind=local* ]]; then
       nodes=$(for c in $(expand "$cpus" | tr , ' '); do echo "${numa_of[$c]}"; done | sort -u | paste -sd, -)
       [ "$mems" = "bind:$nodes" ] || bad+="task $task on CPUs $cpus (NUMA $nodes) has pages bound as '$mems'; "
     fi
@@ -156,6 +156,53 @@ step_case "--lama-policy=auto --lama-mem=local -n4 -c2 (a core with both threads
   "-n4 -c2 --lama-policy=auto --lama-mem=local" "--np 4 --policy auto --cpus-per-task 2" ", pages bound to its NUMA node"
 step_case "--lama-policy=auto --lama-mem=local -n8 --exclusive (one hardware thread each)" \
   "-n8 --exclusive --lama-policy=auto --lama-mem=local" "--np 8 --policy auto" ", pages bound to its NUMA node"
+
+# --- Slurm's own placement options beside lama's (issue 48) --------------------------------
+# -c with fewer tasks than NUMA domains: one task of 8 workers runs over both domains on every
+# hardware thread (it had one thread per core, 4 CPUs, and OMP_NUM_THREADS=4).
+out=$(timeout 300 salloc -n1 -c8 srun --lama-policy=auto bash -c 'echo "omp $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status) $OMP_NUM_THREADS"' 2>&1)
+if [ "$(awk '$1 == "omp" {print $2, $3}' <<<"$out")" = "0-7 8" ]; then ok "[guest, Slurm $release] salloc -n1 -c8, srun --lama-policy=auto: the task has all 8 hardware threads and OMP_NUM_THREADS=8"
+else not_ok "[guest, Slurm $release] -n1 -c8 under the policy" "$out"; fi
+# --mem-bind=local beside a lama map: Slurm binds task 1's memory to NUMA node 1 (its own mask
+# was on socket 1), lama moves task 1 to socket 0 (csbnh packs the first socket): its memory
+# must follow to node 0. Slurm alone (--lama-off) is shown first.
+echo "# -n2 -c4 --mem-bind=local --lama-off (Slurm's binding alone):"
+run -n2 -c4 --mem-bind=local --lama-off bash "$work/where.sh" 2>&1 | grep '^task ' | sort -n -k2 | sed 's/ lines [0-9]* heap / numa_maps: /; s/^/#   /'
+show=1 step_case "--mem-bind=local beside --lama-map=csbnh --lama-bind=1c -n2 -c4: memory follows lama's CPUs" \
+  "-n2 -c4 --mem-bind=local --lama-map=csbnh --lama-bind=1c" "--np 2 --map csbnh --bind 1c" ", pages bound to its NUMA node"
+out=$(run -n2 -c4 --mem-bind=prefer,local --lama-map=csbnh --lama-bind=1c bash "$work/where.sh" 2>&1)
+if [ "$(grep -c 'prefer:0 heap' <<<"$out")" = 2 ]; then ok "[guest, Slurm $release] --mem-bind=prefer,local beside a lama map: both tasks' heaps prefer NUMA node 0, their CPUs' node"
+else not_ok "[guest, Slurm $release] --mem-bind=prefer,local beside a lama map" "$out"; fi
+# --cpu-bind=verbose: Slurm's line for each task, then lama's in the same form with the mask the
+# task really has.
+out=$(run -n2 -c4 --cpu-bind=verbose --lama-map=csbnh --lama-bind=1c bash -c 'echo "mask $SLURM_PROCID $(taskset -p $$ | sed "s/.*: //")"' 2>&1)
+bad=""
+for t in 0 1; do
+  real=$(awk -v t=$t '$1 == "mask" && $2 == t {print $3}' <<<"$out")
+  slurm_line=$(grep -n "^cpu-bind[-a-z]*=[A-Z]* *- guest, task  $t " <<<"$out" | grep -v LAMA | head -n 1 | cut -d: -f1)
+  lama_line=$(grep -n "^cpu-bind=LAMA - guest, task  $t " <<<"$out" | head -n 1)
+  lama_mask=$(sed -E 's/.*mask 0x([0-9A-Fa-f]+) set$/\1/' <<<"${lama_line#*:}")
+  [ -n "$slurm_line" ] && [ -n "$lama_line" ] && [ "${lama_line%%:*}" -gt "$slurm_line" ] || bad+="task $t: Slurm's line then lama's wanted; "
+  [ "$(tr a-f A-F <<<"$lama_mask")" = "$(tr a-f A-F <<<"$real")" ] || bad+="task $t: lama's line says 0x$lama_mask, the task runs on 0x$real; "
+done
+if [ -z "$bad" ]; then ok "[guest, Slurm $release] --cpu-bind=verbose beside a lama map: after Slurm's line, lama's line with the mask each task really has"
+  grep '^cpu-bind' <<<"$out" | sed 's/^/#   /'
+else not_ok "[guest, Slurm $release] --cpu-bind=verbose beside a lama map" "$bad" "$out"; fi
+# Explicit Slurm bindings beside lama's options are refused in srun, once; under the site's
+# policy=auto they win, the step stays Slurm's, and srun says so once.
+for slurm_opt in --cpu-bind=none --cpu-bind=map_cpu:0,2 --mem-bind=map_mem:1; do
+  out=$(run -n2 $slurm_opt --lama-policy=auto bash -c 'echo TASK-RAN' 2>&1); rc=$?
+  if [ $rc -ne 0 ] && [ "$(grep -c "lama: ${slurm_opt%%:*}.* and --lama-policy=auto cannot be used together" <<<"$out")" = 1 ] && ! grep -q TASK-RAN <<<"$out"; then
+    ok "[guest, Slurm $release] $slurm_opt with --lama-policy=auto: refused once in srun, no task ran"
+  else not_ok "[guest, Slurm $release] $slurm_opt with --lama-policy=auto (rc $rc)" "$out"; fi
+done
+plugstack "required $plugin policy=auto"
+out=$(run -n2 -c2 --cpu-bind=none bash -c 'echo "free $SLURM_PROCID ${LAMA_CPUS:-unplaced} $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status) $(cat /sys/fs/cgroup$(sed "s/^0:://; s|/user/task_.*||" /proc/self/cgroup)/cpuset.cpus.effective)"' 2>&1)
+bad=$(awk '$1 == "free" && ($3 != "unplaced" || $4 != $5)' <<<"$out")
+if [ "$(grep -c '^free ' <<<"$out")" = 2 ] && [ -z "$bad" ] && [ "$(grep -c 'lama: --cpu-bind=none: this step is left to Slurm' <<<"$out")" = 1 ]; then
+  ok "[guest, Slurm $release] site policy=auto, srun --cpu-bind=none: the tasks stay unbound on the step's whole cpuset, said once"
+else not_ok "[guest, Slurm $release] site policy=auto with --cpu-bind=none" "$out"; fi
+plugstack "required $plugin"
 
 # --- a step on both sockets, beside another job --------------------------------------------
 hog=$(sbatch --parsable -o /dev/null -n1 -c2 --wrap 'sleep 600')

@@ -25,6 +25,6 @@ pub use node::{
     usable_cpus, verbose_extras, AutoPlaced, TaskBinding,
 };
 pub use options::{
-    env_name, mem_bind_conflict, Apply, GpuVisibility, OptionInfo, Options, Placing, SettingInfo,
-    Settings, ThreadRequest, ENV_PREFIX, OMP_VARIABLES, OPTIONS, SETTINGS,
+    env_name, Apply, GpuVisibility, OptionInfo, Options, Placing, SettingInfo, Settings,
+    ThreadRequest, ENV_PREFIX, OMP_VARIABLES, OPTIONS, SETTINGS,
 };

@@ -7,12 +7,14 @@
 //! | [`distribution`] | `SLURM_DISTRIBUTION`: block, cyclic, plane, arbitrary |
 //! | [`layout`] | which task runs on which node, as Slurm lays a step out; the step's values (`StepEnv`) |
 //! | [`step_map`] | a step's task map without one entry per task (what every node computes) |
+//! | [`binding`] | Slurm's own `--cpu-bind` and `--mem-bind` beside lama's placement: which wins |
 //! | [`checks`] | the task map against Slurm's items on a node; `SLURM_CPU_BIND*` for lama's binding |
 //! | [`hostfile`] | host files for Slurm's arbitrary distribution, written from a LAMA map |
 //! | [`launcher`] | MPI launchers in an allocation: their daemon steps, Open MPI rankfiles, Hydra and Intel MPI arguments |
 //!
 //! The most used items are re-exported here (`lama::slurm::StepEnv`).
 
+pub mod binding;
 pub mod checks;
 pub mod distribution;
 pub mod hostfile;
@@ -21,6 +23,7 @@ pub mod launcher;
 pub mod layout;
 pub mod step_map;
 
+pub use binding::{beside, cpu_bind_line, cpu_bind_verbose, exact_note, Beside};
 pub use checks::{check_node, check_step_map, check_task, cpu_bind_env, MapCheck};
 pub use distribution::Distribution;
 pub use hostlist::{

@@ -22,7 +22,6 @@ pub use catalogue::{OptionInfo, SettingInfo, OPTIONS, SETTINGS};
 pub use env::{env_name, ENV_PREFIX};
 pub use extras::{GpuVisibility, ThreadRequest, OMP_VARIABLES};
 pub(crate) use plugstack::setting_keys;
-pub use policy::mem_bind_conflict;
 
 use crate::plugin::error::StepError;
 use crate::spec::{Expert, Input, Request, Simple, SpecError};
@@ -124,6 +123,18 @@ impl Options {
 
     fn simple_names(&self) -> Vec<&'static str> {
         self.given(&SIMPLE)
+    }
+
+    /// The user's first option that asks lama to place the tasks or bind their memory, as
+    /// typed (`--lama-map`, `--lama-policy=auto`, `--lama-mem=local`); `None` when placement and
+    /// memory binding would be the site's defaults.
+    pub fn asked_placement(&self) -> Option<String> {
+        let named = self.expert_names().into_iter().chain(self.simple_names());
+        named
+            .map(|n| format!("--lama-{n}"))
+            .chain(self.policy.as_ref().map(|p| format!("--lama-policy={p}")))
+            .chain(self.mem.as_ref().map(|m| format!("--lama-mem={m}")))
+            .next()
     }
 
     /// Whether any option other than `off` was given.

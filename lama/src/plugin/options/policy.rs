@@ -137,19 +137,6 @@ impl Settings {
     }
 }
 
-/// Why Slurm's memory binding for the step (`SLURM_MEM_BIND_TYPE`, written by srun for
-/// `--mem-bind`) rules out `--lama-mem=local`: any binding but none. `None` when there is none.
-pub fn mem_bind_conflict(slurm_type: Option<&str>) -> Option<String> {
-    let t = slurm_type.map(str::trim).filter(|t| !t.is_empty())?;
-    if t == "none" {
-        return None;
-    }
-    Some(format!(
-        "--lama-mem=local cannot be used with Slurm's --mem-bind={} (SLURM_MEM_BIND_TYPE): both would bind the tasks' memory; drop one of them",
-        t.trim_end_matches(':')
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,12 +214,6 @@ mod tests {
             Ok(false)
         );
         assert!(Settings::default().mem(&opts(&[("mem", "near")])).is_err());
-        assert_eq!(mem_bind_conflict(None), None);
-        assert_eq!(mem_bind_conflict(Some("none")), None);
-        assert!(mem_bind_conflict(Some("local")).is_some_and(|m| m.contains("--mem-bind=local")));
-        assert!(
-            mem_bind_conflict(Some("map_mem:")).is_some_and(|m| m.contains("--mem-bind=map_mem"))
-        );
     }
 
     #[test]
