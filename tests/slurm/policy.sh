@@ -152,5 +152,5 @@ else not_ok "without --lama-mem" "$got" "$(cat "$work/err")"; fi
 got=$(run -N1 -n1 --lama-map=csbnh --lama-bind=1c --lama-mem=local bash "$work/mem.sh" 2>"$work/err")
 if [ "$got" = "0 $nodes bind:$nodes" ]; then ok "--lama-mem=local with an expert map"
 else not_ok "--lama-mem=local with an expert map" "$got" "$(cat "$work/err")"; fi
-refused "--lama-mem=local with Slurm's --mem-bind" "cannot be used with Slurm's --mem-bind=local" -N1 -n1 --lama-policy=auto --lama-mem=local --mem-bind=local
+refused "--lama-mem=local with Slurm's --mem-bind=map_mem" "--mem-bind=map_mem and --lama-policy=auto cannot be used together" -N1 -n1 --lama-policy=auto --lama-mem=local --mem-bind=map_mem:0
 refused "bad --lama-mem" "invalid --lama-mem 'far'; valid: local" -N1 -n1 --lama-mem=far
