@@ -31,9 +31,18 @@ image=$cache/debian12-$key
 
 die() { echo "guest: $*" >&2; exit 1; }
 
-build_image() {
-  [ -f "$image/.lama-complete" ] && { echo "$image"; return; }
+# The host's tools: checked on every start, not only when the image is built. Installing
+# Debian's qemu-system-x86 removes a newer qemu-utils (a backport some images carry) that its
+# qemu-system-common conflicts with, so qemu-utils is asked for again after it.
+host_tools() {
   "$top/contrib/deps.sh" mmdebstrap qemu-system-x86 qemu-utils e2fsprogs openssh-client
+  "$top/contrib/deps.sh" qemu-utils
+  command -v qemu-img >/dev/null || die "qemu-img is missing after installing qemu-utils"
+}
+
+build_image() {
+  host_tools
+  [ -f "$image/.lama-complete" ] && { echo "$image"; return; }
   local started root
   started=$(date +%s)
   rm -rf "$image"
