@@ -41,7 +41,7 @@ for inc in "$@"; do
   # Slurm calls every slurm_spank_* callback a plugin exports (some once per task): only those
   # lama implements may be there.
   hooks=$(nm -D --defined-only "$out/$release/liblama_spank.so" | awk '$3 ~ /^slurm_spank_/ {print $3}' | sort | tr '\n' ' ')
-  want_hooks="slurm_spank_init slurm_spank_init_post_opt slurm_spank_task_init slurm_spank_user_init "
+  want_hooks="slurm_spank_init slurm_spank_init_post_opt slurm_spank_local_user_init slurm_spank_task_init slurm_spank_user_init "
   if [ "$hooks" = "$want_hooks" ]; then
     echo "ok - plugin built against Slurm $release headers exports only the callbacks lama implements"
   else

@@ -627,10 +627,12 @@ unsafe impl Plugin for Lama {
     /// the options are read), so a binding that contradicts lama's placement fails the step
     /// here, once, and one the site's default placement yields to is said here, once.
     fn local_user_init(&mut self, _spank: &mut SpankHandle) -> Result {
+        // MPI launcher daemons (started with --cpu-bind=none) are left alone on the nodes.
         if matches!(
             self.settings.placing(&self.user, None),
             Ok(Placing::LeftAlone) | Err(_)
-        ) {
+        ) || room::launcher_daemon().is_some()
+        {
             return Ok(());
         }
         let get = |k: &str| std::env::var(k).ok();

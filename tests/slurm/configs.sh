@@ -53,12 +53,15 @@ echo "# Slurm $release: TaskPlugin=task/affinity,task/cgroup with ConstrainCores
 n=$(nproc)
 bound_as_planned "affinity+cgroup, block csbnh 1c" "-N3 -n$((3 * n)) --lama-map=csbnh --lama-bind=1c" \
   "--this-machine --nodes 3 --map csbnh --bind 1c --np $((3 * n))"
-# lama's binding is the defined winner over --cpu-bind (task_init runs after Slurm's task plugin).
-for cb in sockets cores "map_cpu:$((n - 1)),0"; do
+# lama's binding replaces a --cpu-bind granularity (task_init runs after Slurm's task plugin);
+# an explicit binding beside a lama option is refused in srun (tests/slurm/beside.sh).
+for cb in sockets cores; do
   bound_as_planned "affinity+cgroup, --cpu-bind=$cb with --lama-map=ncsbh --lama-bind=1c: lama wins" \
     "-N3 -n$((3 * n)) -m cyclic --cpu-bind=$cb --lama-map=ncsbh --lama-bind=1c" \
     "--this-machine --nodes 3 --map ncsbh --bind 1c --np $((3 * n))"
 done
+refused "affinity+cgroup, --cpu-bind=map_cpu:$((n - 1)),0 with --lama-map=ncsbh" "--cpu-bind=map_cpu and --lama-map cannot be used together" \
+  -N3 -n$((3 * n)) -m cyclic --cpu-bind=map_cpu:$((n - 1)),0 --lama-map=ncsbh --lama-bind=1c
 # Without --lama options Slurm's own binding is untouched: the same affinities and SLURM_CPU_BIND
 # with the plugin as without it.
 for cb in "" "--cpu-bind=cores" "--cpu-bind=sockets" "--cpu-bind=map_cpu:$((n - 1)),0"; do
