@@ -170,7 +170,7 @@ echo "# -n2 -c4 --mem-bind=local --lama-off (Slurm's binding alone):"
 run -n2 -c4 --mem-bind=local --lama-off bash "$work/where.sh" 2>&1 | grep '^task ' | sort -n -k2 | sed 's/ lines [0-9]* heap / numa_maps: /; s/^/#   /'
 show=1 step_case "--mem-bind=local beside --lama-map=csbnh --lama-bind=1c -n2 -c4: memory follows lama's CPUs" \
   "-n2 -c4 --mem-bind=local --lama-map=csbnh --lama-bind=1c" "--np 2 --map csbnh --bind 1c" ", pages bound to its NUMA node"
-out=$(run -n2 -c4 --mem-bind=prefer,local --lama-map=csbnh --lama-bind=1c bash "$work/where.sh" 2>&1)
+out=$(run -n2 -c4 --mem-bind=prefer,local --lama-map=csbnh --lama-bind=1c bash -c 'grep -m1 -o "[a-z]*:[0-9,-]* heap" /proc/self/numa_maps' 2>&1)
 if [ "$(grep -c 'prefer:0 heap' <<<"$out")" = 2 ]; then ok "[guest, Slurm $release] --mem-bind=prefer,local beside a lama map: both tasks' heaps prefer NUMA node 0, their CPUs' node"
 else not_ok "[guest, Slurm $release] --mem-bind=prefer,local beside a lama map" "$out"; fi
 # --cpu-bind=verbose: Slurm's line for each task, then lama's in the same form with the mask the
