@@ -4,7 +4,7 @@
 //! The placement itself is `lama::policy`'s.
 
 use lama::locality::allowed_gpus;
-use lama::plugin::{auto_devices, auto_threads, auto_workers, place_auto, Options, Settings};
+use lama::plugin::{auto_devices, auto_threads, auto_workers, place_auto, Options};
 use lama::policy::gpus_of;
 use lama::slurm::Beside;
 
@@ -14,18 +14,18 @@ use slurm_spank::SpankHandle;
 /// What Slurm's own `--cpu-bind` and `--mem-bind` for the step (`get` reads the variables srun
 /// writes for them: srun's own environment before launch, the step's in slurmstepd) change for a
 /// step lama places ([`lama::slurm::binding`]).
+/// `lama_mem` says whether `--lama-mem=local` (or the site's `mem=local`) binds the memory.
 pub fn slurm_binding(
-    settings: &Settings,
     user: &Options,
+    lama_mem: bool,
     get: impl Fn(&str) -> Option<String>,
 ) -> Beside {
-    let mem = settings.mem(user).unwrap_or(false);
     lama::slurm::beside(
         get("SLURM_CPU_BIND_TYPE").as_deref(),
         get("SLURM_MEM_BIND_TYPE").as_deref(),
         get("SLURM_MEM_BIND_PREFER").as_deref(),
         user.asked_placement().as_deref(),
-        mem,
+        lama_mem,
     )
 }
 

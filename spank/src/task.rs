@@ -159,6 +159,8 @@ fn place(
     let mut cpus = vec![("LAMA_CPUS".to_string(), list.clone())];
     // Set when Slurm's task plugin bound the task (task/affinity); lama's binding replaces it.
     let slurm_bind = spank.getenv("SLURM_CPU_BIND").ok().flatten();
+    // Its `verbose` word is Slurm's --cpu-bind=verbose (read here, before lama rewrites it).
+    let slurm_verbose = cpu_bind_verbose(slurm_bind.as_deref());
     let before = if st.verbose && st.bind && slurm_bind.is_some() {
         affinity::allowed().ok()
     } else {
@@ -183,13 +185,7 @@ fn place(
     }
     // After Slurm's own `--cpu-bind=verbose` line (its task plugin printed the mask lama
     // replaced), the one lama set, in the same form.
-    if cpu_bind_verbose(
-        spank
-            .getenv("SLURM_CPU_BIND_VERBOSE")
-            .ok()
-            .flatten()
-            .as_deref(),
-    ) {
+    if slurm_verbose {
         let local = spank
             .task_id()
             .ok()

@@ -1,0 +1,205 @@
+//! One node's tasks placed by a map: how Slurm's own binding options change the step
+//! (`lama::slurm::binding`), the step's CPUs on the node (Slurm's cores within what this
+//! slurmstepd may use), the map, and the devices each task is handed. The automatic policy is
+//! `crate::auto`'s; the decisions themselves are `lama::plugin`'s.
+
+use lama::cache::Detail;
+use lama::locality::{Locality, Weights};
+use lama::openmp::plan_threads;
+use lama::plugin::{choose_devices, cores_to_cpus, place_node, usable_cpus, Placing, TaskBinding};
+use lama::slurm::Beside;
+use slurm_spank::{LogLevel, SpankHandle};
+
+use crate::{auto, log, node, Devices, Lama, Step};
+
+impl Lama {
+    /// How this step is placed on the node, `Err` with why no task may start: the user's and the
+    /// site's options, then Slurm's own `--cpu-bind` and `--mem-bind` as srun wrote them for the
+    /// step (srun has refused or said what they change before launch). Sets the tasks' memory
+    /// policy.
+    pub(crate) fn placing(
+        &self,
+        spank: &SpankHandle,
+        tasks: usize,
+        st: &mut Step,
+    ) -> Result<Placing, String> {
+        let p = self
+            .settings
+            .placing(&self.user, Some(tasks))
+            .map_err(|e| e.to_string())?;
+        if p == Placing::LeftAlone {
+            return Ok(p);
+        }
+        let lama_mem = self.settings.mem(&self.user).map_err(|e| e.to_string())?;
+        let get = |k: &str| spank.getenv(k).ok().flatten();
+        match auto::slurm_binding(&self.user, lama_mem, get) {
+            Beside::Place(follow) => {
+                st.mem_policy = lama_mem.then_some(lama::memory::MemPolicy::Bind).or(follow);
+                Ok(p)
+            }
+            Beside::LeaveToSlurm(note) => {
+                log(LogLevel::Info, &format!("lama: {note}"));
+                Ok(Placing::LeftAlone)
+            }
+            Beside::Refuse(why) => Err(why),
+        }
+    }
+
+    /// Places this node's tasks and, when asked for, hands them their devices; the node's hwloc
+    /// topology is read once for both.
+    pub(crate) fn place(
+        &self,
+        spank: &SpankHandle,
+        req: &lama::Request,
+        ranks: &[u32],
+        st: &mut Step,
+    ) -> std::result::Result<(), String> {
+        let counts = self.settings.devices(&self.user).map_err(|e| e.to_string());
+        let want_devices = matches!(counts, Ok(c) if c != (0, 0));
+        let (topo, cpus, loc) = self.step_node(spank, st, want_devices)?;
+        // srun's -c implies --exact: a step may hold fewer CPUs than a wide binding needs.
+        let exact = || {
+            let per_task = spank.getenv("SLURM_CPUS_PER_TASK").ok().flatten();
+            lama::slurm::exact_note(per_task.as_deref(), ranks.len(), cpus.len())
+        };
+        st.tasks = place_node(&topo, &cpus, req, ranks, st.verbose).map_err(|e| match exact() {
+            Some(note) => format!("{e} ({note})"),
+            None => e.to_string(),
+        })?;
+        if shares_cpus(&st.tasks) && st.warning.is_none() {
+            if let Some(note) = exact() {
+                st.warning = Some(format!(
+                    "tasks of this step share CPUs on node {} {}: {note}",
+                    st.nodeid, st.host
+                ));
+            }
+        }
+        st.lap("placement");
+        if let Some(t) = self
+            .settings
+            .threads(&self.user)
+            .map_err(|e| e.to_string())?
+        {
+            st.omp = st
+                .tasks
+                .iter()
+                .map(|task| {
+                    plan_threads(&topo, task.rank, &task.cpus, t.threads, t.bind)
+                        .map(|p| p.env())
+                        .map_err(|e| e.to_string())
+                })
+                .collect::<std::result::Result<_, _>>()?;
+            st.omp_replace = t.replace;
+            st.lap("OpenMP places");
+        }
+        let counts = counts?;
+        if let Some(loc) = loc {
+            let weights = self.weights(&loc)?;
+            // Checked here with this node's own devices, so that a node without enough of them
+            // fails the step before any task starts; each task chooses again with its GPUs.
+            let visibility = self
+                .settings
+                .gpu_visibility(&self.user)
+                .map_err(|e| e.to_string())?;
+            let chosen = choose_devices(&loc, &st.tasks, counts, weights.as_ref(), |_| None)
+                .map_err(|e| e.to_string())?
+                .sharing(visibility);
+            st.devices = Some(Devices {
+                loc,
+                weights,
+                counts,
+                visibility,
+                chosen: (!chosen.depends_on_task_env()).then_some(chosen),
+            });
+            st.lap("devices");
+        }
+        Ok(())
+    }
+    /// The site's device weights (`weights=FILE`) for this node's devices.
+    pub(crate) fn weights(&self, loc: &Locality) -> std::result::Result<Option<Weights>, String> {
+        let Some(path) = &self.settings.weights else {
+            return Ok(None);
+        };
+        let text = lama::limits::read_text(path, lama::limits::MAX_WEIGHTS_BYTES)
+            .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
+        Weights::parse(&text, loc)
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The node's topology, the CPUs of the step there, and the node's devices when asked for.
+    pub(crate) fn step_node(
+        &self,
+        spank: &SpankHandle,
+        st: &mut Step,
+        devices: bool,
+    ) -> std::result::Result<(lama::NodeTopology, Vec<u32>, Option<Locality>), String> {
+        // Memory binding reads the node's NUMA nodes from the same source.
+        let mem = st.mem_policy.is_some();
+        let detail = match (devices, mem) {
+            (true, _) => Detail::Devices,
+            (false, true) => Detail::Numa,
+            (false, false) => Detail::Topology,
+        };
+        let mut found = node::find(&self.settings, &st.host, detail)?;
+        let cores = spank
+            .step_alloc_cores()
+            .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
+        // Slurm's cores, and of those only CPUs this slurmstepd may use (its cgroup's cpuset).
+        // --hint=nomultithread and --threads-per-core=N: only the first N threads of each core.
+        let threads = spank
+            .getenv("SLURM_THREADS_PER_CORE")
+            .ok()
+            .flatten()
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        let mut cpus = cores_to_cpus(&found.topology, cores, threads);
+        // A cache of another machine than the one Slurm describes (cores it lacks) is a miss:
+        // the step probes the machine, as without a cache, rather than placing from it.
+        if let (Err(e), true) = (&cpus, found.source == node::FROM_CACHE) {
+            log(
+                LogLevel::Error,
+                &format!("lama: the topology cache does not describe the cores Slurm gave the step ({e}); probing the machine instead"),
+            );
+            found = node::probed(detail)?;
+            cpus = cores_to_cpus(&found.topology, cores, threads);
+        }
+        st.lap(found.source);
+        if mem {
+            st.numa = found.numa;
+        }
+        let cpus = cpus
+            .and_then(|c| usable_cpus(c, &found.usable))
+            .map_err(|e| e.to_string())?;
+        Ok((found.topology, cpus, found.locality))
+    }
+}
+
+impl Devices {
+    /// Task `i`'s device variables: the node's tasks share the devices this task may use (the
+    /// GPUs Slurm wrote into its environment), so tasks that see the same GPUs agree.
+    pub(crate) fn for_task(
+        &self,
+        spank: &SpankHandle,
+        tasks: &[TaskBinding],
+        i: usize,
+    ) -> std::result::Result<Vec<(String, String)>, String> {
+        if let Some(chosen) = &self.chosen {
+            return Ok(chosen.env(&self.loc, i));
+        }
+        let all = choose_devices(&self.loc, tasks, self.counts, self.weights.as_ref(), |k| {
+            spank.getenv(k).ok().flatten()
+        })
+        .map_err(|e| e.to_string())?
+        .sharing(self.visibility);
+        Ok(all.env(&self.loc, i))
+    }
+}
+
+/// Whether two of a node's tasks were given a CPU in common (`--lama-oversubscribe`).
+fn shares_cpus(tasks: &[TaskBinding]) -> bool {
+    let mut all: Vec<u32> = tasks.iter().flat_map(|t| t.cpus.iter().copied()).collect();
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    all.len() < n
+}
