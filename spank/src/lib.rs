@@ -79,6 +79,9 @@ struct Lama {
     settings: Settings,
     user: Options,
     step: Option<Step>,
+    /// srun said the step's `SLURM_THREADS_PER_CORE` is the job's, which its own `--hint`
+    /// dropped ([`room::STEP_THREADS`]): every thread of the step's cores is the step's.
+    all_threads: bool,
 }
 
 /// What each task needs to choose its devices. The choice is made per task because Slurm's GPU
@@ -438,7 +441,7 @@ unsafe impl Plugin for Lama {
     /// own `--cpu-bind` and `--mem-bind` into its environment by now (they are not there when
     /// the options are read), so a binding that contradicts lama's placement fails the step
     /// here, once, and one the site's default placement yields to is said here, once.
-    fn local_user_init(&mut self, _spank: &mut SpankHandle) -> Result {
+    fn local_user_init(&mut self, spank: &mut SpankHandle) -> Result {
         // MPI launcher daemons (started with --cpu-bind=none) are left alone on the nodes.
         if matches!(
             self.settings.placing(&self.user, None),
@@ -448,6 +451,19 @@ unsafe impl Plugin for Lama {
             return Ok(());
         }
         // init_post_opt has checked the value.
+        // srun's own options are its command line before the step's program.
+        let args: Vec<String> = std::env::args_os()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let program = spank.job_argv_os().map(|a| a.len()).unwrap_or(0);
+        let options = &args[..args.len().saturating_sub(program)];
+        if lama::slurm::threads_per_core_dropped(options) {
+            // srun's own environment, which it merges into the step's right after this hook
+            // (spank_setenv is slurmstepd's only); srun itself set the step's variables the
+            // same way, from this thread.
+            std::env::set_var(room::STEP_THREADS, "all");
+        }
         let lama_mem = self.settings.mem(&self.user).unwrap_or(false);
         let get = |k: &str| std::env::var(k).ok();
         match auto::slurm_binding(&self.user, lama_mem, get) {
@@ -471,6 +487,9 @@ unsafe impl Plugin for Lama {
                 let _ = spank.unsetenv(name);
             }
         }
+        self.all_threads = vars
+            .as_ref()
+            .is_some_and(|(_, inherited)| inherited.contains(&room::STEP_THREADS));
         let settings = vars.as_ref().map_or(&[][..], |(s, _)| s.as_slice());
         let st = match (options::user_options(settings), room::launcher_daemon()) {
             (Ok(u), Some(what)) => {

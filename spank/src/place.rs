@@ -147,10 +147,12 @@ impl Lama {
             .map_err(|e| format!("Slurm did not say which cores the step has: {e}"))?;
         // Slurm's cores, and of those only CPUs this slurmstepd may use (its cgroup's cpuset).
         // --hint=nomultithread and --threads-per-core=N: only the first N threads of each core.
+        // A value srun's own --hint dropped (srun said so) is the job's, not the step's.
         let threads = spank
             .getenv("SLURM_THREADS_PER_CORE")
             .ok()
             .flatten()
+            .filter(|_| !self.all_threads)
             .and_then(|v| v.trim().parse::<u32>().ok());
         let mut cpus = cores_to_cpus(&found.topology, cores, threads);
         // A cache of another machine than the one Slurm describes (cores it lacks) is a miss:

@@ -111,7 +111,7 @@ pub fn task_stack_limit(propagated: Option<&str>) -> Option<u64> {
 pub type LamaVariables = (Vec<(String, String)>, Vec<&'static str>);
 
 /// The step's `SLURM_LAMA_*` settings, and the names of lama's own task variables
-/// ([`INHERITED`]) it holds, read in place from its environment (`user_init`); `None`, having
+/// ([`INHERITED`], [`STEP_THREADS`]) it holds, read in place from its environment (`user_init`); `None`, having
 /// built nothing, when it has neither (nearly every step: its path stays short).
 pub fn lama_variables() -> Option<LamaVariables> {
     let env = strings(false)?;
@@ -137,6 +137,7 @@ fn classify(s: &[u8]) -> Option<Entry> {
     }
     INHERITED
         .iter()
+        .chain([&STEP_THREADS])
         .find(|n| s.len() > n.len() && s.starts_with(n.as_bytes()) && s[n.len()] == b'=')
         .map(|n| Entry::Inherited(n))
 }
@@ -163,6 +164,12 @@ fn collect_lama_variables(env: *const *const c_char) -> LamaVariables {
 /// What lama exports into a placed task: a task that starts a step of its own passes them on,
 /// where they would describe the outer task, so each step starts without them.
 pub const INHERITED: [&str; 4] = ["LAMA_CPUS", "LAMA_GPUS", "LAMA_NICS", "LAMA_MEMS"];
+
+/// Set by lama in srun for its step when srun's own `--hint` dropped the job's
+/// `--threads-per-core`, so that the step's `SLURM_THREADS_PER_CORE` is the job's, stale
+/// (`lama::slurm::threads_per_core_dropped`); read and removed, like [`INHERITED`], before any
+/// task sees it.
+pub const STEP_THREADS: &str = "LAMA_STEP_THREADS";
 
 /// The MPI launcher daemon the step runs (its first argument, compared in place), if any.
 pub fn launcher_daemon() -> Option<&'static str> {

@@ -142,6 +142,21 @@ for hint in --hint=nomultithread --threads-per-core=1; do
   if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "$hint: one hardware thread per core ($first), as lama plan --restrict says"
   else not_ok "$hint" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
 done
+# A step's own --hint=multithread inside a --hint=nomultithread job: the job's
+# SLURM_THREADS_PER_CORE=1 stays in the step's environment (srun drops its value without
+# replacing it), and must not be read as the step's. The step's 4 cores (2 tasks x -c4, both
+# threads) go two to each task, both hardware threads (hwloc-calc's PUs of those cores); a plain
+# step of the same job keeps the job's one thread per core. Marker variable gone from the tasks.
+cores_pus() { hwloc-calc -i "$x1" --physical-output --intersect pu "core:$1" | tr , '\n' | sort -n | paste -sd, -; }
+out=$(timeout 120 salloc -N1 -w n1 -n2 -c4 --hint=nomultithread bash -c "
+  srun -n2 -c4 --hint=multithread --lama-map=csbnh --lama-bind=2c bash -c 'echo multi \$SLURM_PROCID \$LAMA_CPUS \${LAMA_STEP_THREADS:-gone}'
+  srun -n2 -c4 --lama-map=csbnh --lama-bind=2c bash -c 'echo plain \$SLURM_PROCID \$LAMA_CPUS'" 2>"$work/err")
+got=""
+while read -r _ t cpus marker; do got+="$t $(expand "$cpus") $marker"$'\n'; done < <(grep '^multi ' <<<"$out" | sort -k2n)
+while read -r _ t cpus; do got+="plain $t $(expand "$cpus")"$'\n'; done < <(grep '^plain ' <<<"$out" | sort -k2n)
+want="0 $(cores_pus 0-1) gone"$'\n'"1 $(cores_pus 2-3) gone"$'\n'"plain 0 $(cores_pus 0-1.pu:0)"$'\n'"plain 1 $(cores_pus 2-3.pu:0)"$'\n'
+if [ "$got" = "$want" ]; then ok "salloc --hint=nomultithread, srun --hint=multithread: both hardware threads of each core (the job's stale SLURM_THREADS_PER_CORE ignored); a plain step keeps one"
+else not_ok "srun --hint=multithread inside a --hint=nomultithread job" "got:" "$got" "want:" "$want" "$out" "$(cat "$work/err")"; fi
 # -c decides the step's CPUs (4 tasks x 8 = the node), --lama-bind each task's width (2 cores).
 got=$(run -N1 -n4 -c8 --lama-map=scbnh --lama-bind=2c bash "$work/task.sh" 2>"$work/err" | awk '{print $1, $2, $5}' | sort -n)
 want=$(plan_lines --topology "$x1" --map scbnh --bind 2c --np 4)

@@ -108,6 +108,48 @@ pub fn exact_note(cpus_per_task: Option<&str>, tasks: usize, step_cpus: usize) -
     ))
 }
 
+/// Whether srun's own options (`options`: its command line before the program) dropped the
+/// job's `--threads-per-core`, leaving a stale `SLURM_THREADS_PER_CORE` in the step's
+/// environment. srun reads that variable as an option, but a `--hint` on its command line resets
+/// `--threads-per-core` (Slurm's `validate_hint_option`), and srun then exports nothing to
+/// replace the job's value: `srun --hint=multithread` inside `salloc --hint=nomultithread`
+/// would be read as one thread per core. `nomultithread` sets the value again, and a `--hint`
+/// beside `--threads-per-core`, `--ntasks-per-core`, `--cores-per-socket`,
+/// `--sockets-per-node`, `-B` or a `--cpu-bind` type is ignored by Slurm.
+pub fn threads_per_core_dropped<S: AsRef<str>>(options: &[S]) -> bool {
+    let mut hint = None;
+    let mut words = options.iter().map(AsRef::as_ref).peekable();
+    while let Some(w) = words.next() {
+        // The option's value, whether `--name=value` or `--name value`.
+        let mut value = |name: &str| -> Option<String> {
+            if let Some(v) = w.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+                return Some(v.to_string());
+            }
+            (w == name).then(|| words.peek().map(|v| v.to_string()).unwrap_or_default())
+        };
+        if let Some(v) = value("--hint") {
+            hint = Some(v);
+        } else if let Some(v) = value("--cpu-bind") {
+            if v.split(',').any(|t| !matches!(t, "verbose" | "v" | "")) {
+                return false;
+            }
+        } else if [
+            "--threads-per-core",
+            "--ntasks-per-core",
+            "--cores-per-socket",
+            "--sockets-per-node",
+            "--extra-node-info",
+        ]
+        .iter()
+        .any(|n| w == *n || w.starts_with(&format!("{n}=")))
+            || w.starts_with("-B")
+        {
+            return false;
+        }
+    }
+    hint.is_some_and(|h| !h.split(',').any(|t| t == "nomultithread"))
+}
+
 /// Whether the task's `SLURM_CPU_BIND` (as Slurm's task plugin left it) asks for `verbose`.
 pub fn cpu_bind_verbose(slurm_cpu_bind: Option<&str>) -> bool {
     slurm_cpu_bind.is_some_and(|v| v.split(',').any(|w| w.trim() == "verbose"))
@@ -147,6 +189,22 @@ mod tests {
         assert!(n.starts_with(
             "this step holds 4 CPU(s) here for 8 task(s): srun's -c 1 implies --exact"
         ));
+    }
+
+    #[test]
+    fn a_hint_on_sruns_command_line_drops_the_jobs_threads_per_core() {
+        let dropped = |a: &[&str]| threads_per_core_dropped(a);
+        assert!(dropped(&["-n2", "--hint=multithread", "-c4"]));
+        assert!(dropped(&["--hint", "compute_bound"]));
+        assert!(dropped(&["--hint=multithread", "--cpu-bind=verbose"]));
+        assert!(!dropped(&["--hint=nomultithread"]));
+        assert!(!dropped(&["-n2", "-c4"]));
+        // Slurm ignores --hint beside these, and keeps the job's value.
+        assert!(!dropped(&["--hint=multithread", "--threads-per-core=2"]));
+        assert!(!dropped(&["--hint=multithread", "--threads-per-core", "2"]));
+        assert!(!dropped(&["--hint=multithread", "-B", "2:4:1"]));
+        assert!(!dropped(&["--hint=multithread", "--cpu-bind=cores"]));
+        assert!(!dropped(&["--hint=multithread", "--ntasks-per-core=1"]));
     }
 
     #[test]

@@ -23,7 +23,9 @@ pub mod launcher;
 pub mod layout;
 pub mod step_map;
 
-pub use binding::{beside, cpu_bind_line, cpu_bind_verbose, exact_note, Beside};
+pub use binding::{
+    beside, cpu_bind_line, cpu_bind_verbose, exact_note, threads_per_core_dropped, Beside,
+};
 pub use checks::{check_node, check_step_map, check_task, cpu_bind_env, MapCheck};
 pub use distribution::Distribution;
 pub use hostlist::{
