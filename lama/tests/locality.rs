@@ -403,7 +403,11 @@ fn gpus_the_job_was_given() {
             _ => None,
         })
         .expect_err("per-task GPUs");
-        assert!(e.to_string().contains("(--gpus-per-task)"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("(--gpus-per-task or --ntasks-per-gpu)"),
+            "{e}"
+        );
     }
     // Slurm says it gave 2 GPUs but not which (--gpu-bind=none): no guess.
     let e = allowed_gpus(&loc, |k| {

@@ -402,3 +402,57 @@ fn every_documented_plugstack_argument_is_accepted() {
         assert!(e.contains(s.key), "the message lists valid keys: {e}");
     }
 }
+
+#[test]
+fn policy_gpus_stay_within_those_slurm_left_each_task() {
+    // POWER8, two GPUs per package; the policy's two tasks, one per package, get cuda0-1 and
+    // cuda2-3. Slurm bound task 0 to GPU 3 alone (--gpu-bind=map_gpu:3,...).
+    let xml = std::path::PathBuf::from(format!(
+        "{}/../tests/topologies/power8gpudistances.xml",
+        env!("CARGO_MANIFEST_DIR")
+    ));
+    let node = NodeTopology::from_xml_file(&xml).expect("topology");
+    let loc = Locality::from_xml_file(&xml).expect("devices");
+    let gpus = lama::policy::gpus_of(&loc, None);
+    let placed = lama::plugin::place_auto(
+        &node,
+        &node.cpus(),
+        &gpus,
+        &[0, 1],
+        (1, false),
+        false,
+        false,
+    )
+    .expect("placed");
+    let d = lama::plugin::auto_devices(&loc, &placed.tasks, &placed.gpus, 0, None, None)
+        .expect("devices");
+    let var =
+        |v: &[(String, String)], k: &str| v.iter().find(|(n, _)| n == k).map(|(_, x)| x.clone());
+    // Slurm left the task every GPU of the step: the policy's own choice.
+    let all = |k: &str| (k == "CUDA_VISIBLE_DEVICES").then(|| "0,1,2,3".to_string());
+    let ok = d.env_within_task_gpus(&loc, 0, all).expect("within");
+    assert_eq!(var(&ok, "CUDA_VISIBLE_DEVICES").as_deref(), Some("0,1"));
+    // Slurm left task 0 GPU 3 only: no GPU variable of lama's, and why.
+    let one = |k: &str| (k == "CUDA_VISIBLE_DEVICES").then(|| "3".to_string());
+    let kept = d.env_within_task_gpus(&loc, 0, one).expect_err("outside");
+    assert_eq!(var(&kept.env, "CUDA_VISIBLE_DEVICES"), None);
+    assert_eq!(var(&kept.env, "LAMA_GPUS"), None);
+    assert_eq!(
+        kept.why,
+        "Slurm left this task 1 of the step's GPUs, not the 2 lama chose"
+    );
+    // A step marked as binding GPUs per task: Slurm's GPUs, whatever the variables say.
+    let bound = |k: &str| match k {
+        "SLURMD_TRES_BIND" => Some("gres/gpu:closest".to_string()),
+        "CUDA_VISIBLE_DEVICES" => Some("0,1,2,3".to_string()),
+        _ => None,
+    };
+    let kept = d
+        .env_within_task_gpus(&loc, 0, bound)
+        .expect_err("bound per task");
+    assert!(
+        kept.why.contains("Slurm binds GPUs task by task"),
+        "{}",
+        kept.why
+    );
+}

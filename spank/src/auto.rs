@@ -107,6 +107,7 @@ impl Lama {
                 counts: (nics, 0),
                 visibility,
                 chosen: Some(chosen),
+                policy: true,
             });
         }
         st.lap("devices");

@@ -95,8 +95,11 @@ struct Devices {
     /// Which of the step's GPUs each task sees.
     visibility: GpuVisibility,
     /// Each placed task's devices as `user_init` chose them, when the choice cannot depend on the
-    /// task's environment (no GPUs asked for): tasks then need not choose again.
+    /// task's environment (no GPUs asked for), or the automatic policy made it: tasks then need
+    /// not choose again.
     chosen: Option<NodeDevices>,
+    /// The automatic policy chose: each task checks its GPUs against those Slurm left it.
+    policy: bool,
 }
 
 /// What `user_init` decided for this node, used by every task.

@@ -15,6 +15,8 @@ pub enum Once {
     Withheld = 2,
     /// A task's ids that disagree with the step's map.
     Mismatch = 4,
+    /// GPUs the policy chose that Slurm did not leave a task.
+    SlurmGpus = 8,
 }
 
 /// A page the node's tasks share.

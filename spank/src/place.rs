@@ -6,7 +6,9 @@
 use lama::cache::Detail;
 use lama::locality::{Locality, Weights};
 use lama::openmp::plan_threads;
-use lama::plugin::{choose_devices, cores_to_cpus, place_node, usable_cpus, Placing, TaskBinding};
+use lama::plugin::{
+    choose_devices, cores_to_cpus, place_node, usable_cpus, Placing, SlurmGpus, TaskBinding,
+};
 use lama::slurm::Beside;
 use slurm_spank::{LogLevel, SpankHandle};
 
@@ -110,6 +112,7 @@ impl Lama {
                 counts,
                 visibility,
                 chosen: (!chosen.depends_on_task_env()).then_some(chosen),
+                policy: false,
             });
             st.lap("devices");
         }
@@ -194,6 +197,20 @@ impl Devices {
         .map_err(|e| e.to_string())?
         .sharing(self.visibility);
         Ok(all.env(&self.loc, i))
+    }
+}
+
+impl Devices {
+    /// The automatic policy's devices for task `i`, within the GPUs Slurm left the task (read
+    /// from its environment, which Slurm's GPU plugin has just written): where Slurm binds GPUs
+    /// task by task, the task keeps Slurm's GPUs, and `Err` says why (with lama's NICs).
+    pub(crate) fn for_policy_task(
+        &self,
+        spank: &SpankHandle,
+        i: usize,
+    ) -> Option<std::result::Result<Vec<(String, String)>, SlurmGpus>> {
+        let chosen = self.chosen.as_ref().filter(|_| self.policy)?;
+        Some(chosen.env_within_task_gpus(&self.loc, i, |k| spank.getenv(k).ok().flatten()))
     }
 }
 

@@ -207,9 +207,24 @@ fn place(
     }
     groups.push(Group::cpus(cpus));
     if let Some(d) = &st.devices {
-        match d.for_task(spank, &st.tasks, i) {
-            Ok(v) => groups.push(Group::devices(v)),
-            Err(e) => fatal(format!("task {rank} on {}: {e}", st.host)),
+        match d.for_policy_task(spank, i) {
+            Some(Ok(v)) => groups.push(Group::devices(v)),
+            // Never a GPU the task may not open: Slurm's GPUs stay, said once per node.
+            Some(Err(kept)) => {
+                if claim(Once::SlurmGpus) {
+                    say!(
+                        "lama: note: the automatic policy leaves the GPUs to Slurm, which binds them task by task here: {} (first seen in task {rank} on node {} {}; said once per node)",
+                        kept.why,
+                        st.nodeid,
+                        st.host
+                    );
+                }
+                groups.push(Group::devices(kept.env));
+            }
+            None => match d.for_task(spank, &st.tasks, i) {
+                Ok(v) => groups.push(Group::devices(v)),
+                Err(e) => fatal(format!("task {rank} on {}: {e}", st.host)),
+            },
         }
     }
     let mut omp = st.omp.get(i).cloned().unwrap_or_default();

@@ -106,6 +106,19 @@ read -r _ c0 <<<"$(sed -n 1p <<<"$got")"; read -r _ c1 <<<"$(sed -n 2p <<<"$got"
 if [ "$c0" = "$c1" ] && [ "$c2" = "$((c0 + 1))" ]; then ok "policy auto with --lama-oversubscribe: three tasks stacked on the core's two hardware threads ($c0, $c1, $c2)"
 else not_ok "policy auto with --lama-oversubscribe" "$got" "$(cat "$work/err")"; fi
 
+# Issue 48, case 1: GPUs Slurm binds task by task (--gpu-bind=map_gpu:3,2 gives task 0 GPU 3 and
+# task 1 GPU 2). The policy would give task 0 cuda0-1 (its package's); the task may open only
+# GPU 3 (ConstrainDevices). Each task keeps exactly Slurm's GPU variables, without LAMA_GPUS,
+# and a note says why, once. Slurm's own values come from the same step with --lama-off.
+gpu_report='echo "gpu $SLURM_PROCID ${CUDA_VISIBLE_DEVICES:-none} ${LAMA_GPUS:-none} ${LAMA_CPUS:-none}"'
+slurm=$(run -N1 -w n1 -n2 --exclusive --gres=gpu:4 --gpu-bind=map_gpu:3,2 --lama-off bash -c "$gpu_report" 2>&1 | awk '$1 == "gpu" {print $2, $3}' | sort -n)
+out=$(run -N1 -w n1 -n2 --exclusive --gres=gpu:4 --gpu-bind=map_gpu:3,2 --lama-policy=auto bash -c "$gpu_report" 2>&1)
+got=$(awk '$1 == "gpu" {print $2, $3}' <<<"$out" | sort -n)
+if [ -n "$slurm" ] && [ "$got" = "$slurm" ] && [ "$(grep -c '^gpu .* none [0-9]' <<<"$out")" = 2 ] &&
+  [ "$(grep -c 'lama: note: the automatic policy leaves the GPUs to Slurm, which binds them task by task here' <<<"$out")" = 1 ]; then
+  ok "policy auto beside --gpu-bind=map_gpu:3,2: each task keeps Slurm's GPU ($(tr '\n' ' ' <<<"$slurm")), no LAMA_GPUS, CPUs placed, said once"
+else not_ok "policy auto beside --gpu-bind=map_gpu" "Slurm alone:" "$slurm" "$out"; fi
+
 echo "# Slurm $release: the site default policy=auto"
 plugstack "required $plugin topology=$x3 policy=auto"
 cat > "$work/site.sh" <<'EOF'

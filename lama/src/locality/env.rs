@@ -21,7 +21,7 @@ pub fn gpus_per_task(get: impl Fn(&str) -> Option<String>, bind_var: &str) -> Op
     let per_task = get("SLURM_TRES_PER_TASK").is_some_and(|t| t.contains("gpu"))
         || get("SLURM_GPUS_PER_TASK").is_some_and(|t| !t.trim().is_empty());
     if per_task {
-        return Some("Slurm gives this step's GPUs task by task (--gpus-per-task), and its variables in each task then do not name the step's GPUs reliably, so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N), or leave GPUs to Slurm (no --lama-gpus)".into());
+        return Some("Slurm gives this step's GPUs task by task (--gpus-per-task or --ntasks-per-gpu), and its variables in each task then do not name the step's GPUs reliably, so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N), or leave GPUs to Slurm (no --lama-gpus)".into());
     }
     let bind = get(bind_var)?;
     let gpu = bind
@@ -34,7 +34,7 @@ pub fn gpus_per_task(get: impl Fn(&str) -> Option<String>, bind_var: &str) -> Op
         .or_else(|| (bind_var == "SLURM_GPU_BIND").then_some(bind.trim()));
     let how = gpu.filter(|h| !h.is_empty() && !h.starts_with("none"))?;
     Some(format!(
-        "Slurm binds GPUs task by task in this step (gpu:{how}, from --gpus-per-task or --gpu-bind), so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N) without --gpu-bind, or leave GPUs to Slurm (no --lama-gpus)"
+        "Slurm binds GPUs task by task in this step (gpu:{how}, from --gpu-bind, --gpus-per-task or --ntasks-per-gpu), so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N) without --gpu-bind, or leave GPUs to Slurm (no --lama-gpus)"
     ))
 }
 

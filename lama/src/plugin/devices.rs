@@ -49,11 +49,55 @@ impl NodeDevices {
         }
     }
 
+    /// Task `i`'s devices as [`Self::env`] gives them, unless Slurm left the task fewer GPUs
+    /// than this choice gave it (Slurm binds GPUs task by task: `--gpu-bind`,
+    /// `--ntasks-per-gpu`, `--gpus-per-task`, which leave each task's `CUDA_VISIBLE_DEVICES`
+    /// and the like, read through `task_get`, to the task's own GPUs, or mark the step so).
+    /// Then the task keeps Slurm's GPU variables and gets lama's NICs alone ([`SlurmGpus`]).
+    pub fn env_within_task_gpus(
+        &self,
+        loc: &Locality,
+        i: usize,
+        task_get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Vec<(String, String)>, SlurmGpus> {
+        let mine = self.picks.get(i).map_or(&[][..], |p| p.gpus.as_slice());
+        if !self.gpus || mine.is_empty() {
+            return Ok(self.env(loc, i));
+        }
+        let why = match allowed_gpus(loc, task_get) {
+            Err(e) => e.to_string(),
+            Ok(Some(own)) if !mine.iter().all(|g| own.devices.contains(g)) => format!(
+                "Slurm left this task {} of the step's GPUs, not the {} lama chose",
+                own.devices.len(),
+                mine.len()
+            ),
+            Ok(_) => return Ok(self.env(loc, i)),
+        };
+        let nics = NodeDevices {
+            gpus: false,
+            share_all: false,
+            ..self.clone()
+        };
+        Err(SlurmGpus {
+            env: nics.env(loc, i),
+            why,
+        })
+    }
+
     /// Which of the step's GPUs each task sees besides its own.
     pub fn sharing(mut self, v: GpuVisibility) -> NodeDevices {
         self.share_all = v == GpuVisibility::All;
         self
     }
+}
+
+/// A task whose GPUs Slurm bound itself ([`NodeDevices::env_within_task_gpus`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlurmGpus {
+    /// The task's device variables without lama's GPUs (its NICs, when asked for).
+    pub env: Vec<(String, String)>,
+    /// Why Slurm's GPUs stay.
+    pub why: String,
 }
 
 /// The devices of each placed task: the node's tasks in rank order share the node's devices as

@@ -18,7 +18,9 @@ pub mod error;
 pub mod node;
 pub mod options;
 
-pub use devices::{auto_devices, choose_among, choose_devices, node_devices, NodeDevices};
+pub use devices::{
+    auto_devices, choose_among, choose_devices, node_devices, NodeDevices, SlurmGpus,
+};
 pub use error::StepError;
 pub use node::{
     auto_threads, auto_workers, cores_to_cpus, place_auto, place_node, placed_in, policy_summary,
