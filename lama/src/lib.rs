@@ -21,6 +21,7 @@
 //! | [`cache`] | the node's topology and devices as text: slurmd's and the Flux shell's caches, the hwloc probe's answer |
 //! | `hwloc` | reading topologies and devices with hwloc (the only module that calls it; feature `hwloc`) |
 //! | [`idset`] | cpulists and idsets |
+//! | [`cpuset`] | where a process's cgroup cpuset is (the CPUs a step may use) |
 //! | [`environ`] | the room in a task's environment: what fits in one variable and in `execve` |
 //! | [`limits`] | the largest sizes accepted from users, files and Slurm; bounded file reading |
 //! | [`quote`] | user text in messages: control characters escaped, long values cut |
@@ -38,6 +39,7 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+pub mod cpuset;
 pub mod environ;
 #[cfg(feature = "hwloc")]
 pub mod hwloc;

@@ -142,6 +142,10 @@ pub struct AutoPlaced {
     pub gpus: Vec<Vec<usize>>,
     /// What the policy chose, and the expert options that give the same CPUs, when some do.
     pub summary: String,
+    /// The domain each task lies in (index into `domain_cpus`), `None` for a task over several.
+    pub domains: Vec<Option<usize>>,
+    /// The CPUs of each of the node's domains within the step, ascending.
+    pub domain_cpus: Vec<Vec<u32>>,
 }
 
 /// Places one node's tasks with the automatic policy on the step's CPUs of `node`, given the
@@ -164,6 +168,21 @@ pub fn place_auto(
     } else {
         String::new()
     };
+    let domains = placed
+        .iter()
+        .map(|t| match t.domains.as_slice() {
+            [d] => Some(*d),
+            _ => None,
+        })
+        .collect();
+    let domain_cpus = crate::policy::domains(topo)
+        .into_iter()
+        .map(|d| {
+            let mut cpus: Vec<u32> = d.into_iter().flatten().collect();
+            cpus.sort_unstable();
+            cpus
+        })
+        .collect();
     let (tasks, gpus) = sorted
         .iter()
         .zip(placed)
@@ -180,6 +199,8 @@ pub fn place_auto(
         tasks,
         gpus,
         summary,
+        domains,
+        domain_cpus,
     })
 }
 

@@ -14,6 +14,8 @@
 //!   them, binding each task's memory to the NUMA nodes of the CPUs lama gave it.
 
 use crate::memory::MemPolicy;
+use crate::spec::Limit;
+use crate::Level;
 
 /// What the step does beside Slurm's binding options.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,6 +152,22 @@ pub fn threads_per_core_dropped<S: AsRef<str>>(options: &[S]) -> bool {
     hint.is_some_and(|h| !h.split(',').any(|t| t == "nomultithread"))
 }
 
+/// Slurm's `--ntasks-per-core` and `--ntasks-per-socket` (the step's `SLURM_NTASKS_PER_CORE`
+/// and `SLURM_NTASKS_PER_SOCKET`) as MPPR limits on a lama map, `N:c` and `N:s` beside the
+/// user's own: Slurm gave the step cores for that many tasks per core or socket, and the limit
+/// holds inside the node too (a map that packs hardware threads first would otherwise put two
+/// tasks on a core where the user asked for one). `--hint=multithread`'s unlimited value
+/// (65535) and anything unreadable are no limit.
+pub fn task_limits(per_core: Option<&str>, per_socket: Option<&str>) -> Vec<Limit> {
+    [(per_core, Level::Core), (per_socket, Level::Socket)]
+        .into_iter()
+        .filter_map(|(v, level)| {
+            let count = v?.trim().parse::<u32>().ok()?;
+            (count > 0 && count < u32::from(u16::MAX)).then_some(Limit { count, level })
+        })
+        .collect()
+}
+
 /// Whether the task's `SLURM_CPU_BIND` (as Slurm's task plugin left it) asks for `verbose`.
 pub fn cpu_bind_verbose(slurm_cpu_bind: Option<&str>) -> bool {
     slurm_cpu_bind.is_some_and(|v| v.split(',').any(|w| w.trim() == "verbose"))
@@ -205,6 +223,18 @@ mod tests {
         assert!(!dropped(&["--hint=multithread", "-B", "2:4:1"]));
         assert!(!dropped(&["--hint=multithread", "--cpu-bind=cores"]));
         assert!(!dropped(&["--hint=multithread", "--ntasks-per-core=1"]));
+    }
+
+    #[test]
+    fn slurms_tasks_per_core_and_socket_are_limits() {
+        let l = task_limits(Some("1"), Some("2"));
+        assert_eq!(
+            l.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["1:c", "2:s"]
+        );
+        assert!(task_limits(Some("65535"), None).is_empty());
+        assert!(task_limits(Some("0"), Some("x")).is_empty());
+        assert!(task_limits(None, None).is_empty());
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! | [`layout`] | which task runs on which node, as Slurm lays a step out; the step's values (`StepEnv`) |
 //! | [`step_map`] | a step's task map without one entry per task (what every node computes) |
 //! | [`binding`] | Slurm's own `--cpu-bind` and `--mem-bind` beside lama's placement: which wins |
+//! | [`gpu_bind`] | Slurm's GPU binding task by task beside the automatic policy: the GPU decides the domain |
+//! | [`reserved`] | hardware threads a job keeps for the system (`--thread-spec`) |
 //! | [`checks`] | the task map against Slurm's items on a node; `SLURM_CPU_BIND*` for lama's binding |
 //! | [`hostfile`] | host files for Slurm's arbitrary distribution, written from a LAMA map |
 //! | [`launcher`] | MPI launchers in an allocation: their daemon steps, Open MPI rankfiles, Hydra and Intel MPI arguments |
@@ -17,14 +19,17 @@
 pub mod binding;
 pub mod checks;
 pub mod distribution;
+pub mod gpu_bind;
 pub mod hostfile;
 pub mod hostlist;
 pub mod launcher;
 pub mod layout;
+pub mod reserved;
 pub mod step_map;
 
 pub use binding::{
-    beside, cpu_bind_line, cpu_bind_verbose, exact_note, threads_per_core_dropped, Beside,
+    beside, cpu_bind_line, cpu_bind_verbose, exact_note, task_limits, threads_per_core_dropped,
+    Beside,
 };
 pub use checks::{check_node, check_step_map, check_task, cpu_bind_env, MapCheck};
 pub use distribution::Distribution;
@@ -33,3 +38,4 @@ pub use hostlist::{
     read_hostfile, read_hostfile_text, read_hostfile_within, LayoutError, MAX_HOST_NAME_BYTES,
 };
 pub use layout::{layout, step_taskmap, StepEnv};
+pub use reserved::{job_holds_node, reserved_threads, thread_spec_asked, THREAD_SPEC_VAR};

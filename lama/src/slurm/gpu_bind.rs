@@ -1,0 +1,131 @@
+//! Slurm's GPU binding task by task (`--gpu-bind`, `--ntasks-per-gpu`, `--tres-bind=gres/gpu:`)
+//! beside the automatic policy: the GPU decides the domain. Slurm binds a task's GPUs next to the
+//! CPUs its own task plugin gave the task (`closest`, `single:N`), so the domain of that mask is
+//! the task's GPU domain. Each task sees every local task's mask (`SLURM_CPU_BIND_LIST`, in local
+//! task order) and the step's binding (`SLURMD_TRES_BIND`), so every task of a node works out
+//! the same moves, and no two end up on the same CPUs.
+
+/// Whether the step's `SLURMD_TRES_BIND` binds GPUs task by task (any `gres/gpu:` binding but
+/// `none`).
+pub fn binds_gpus_per_task(tres_bind: Option<&str>) -> bool {
+    tres_bind.is_some_and(|b| {
+        b.split(';')
+            .filter_map(|part| part.trim().strip_prefix("gres/gpu:"))
+            .any(|mode| {
+                let mode = mode.strip_prefix("verbose,").unwrap_or(mode);
+                !mode.is_empty() && !mode.starts_with("none")
+            })
+    })
+}
+
+/// The CPUs (OS indexes, ascending) of each mask of a `SLURM_CPU_BIND_LIST` (`0x3,0xC0`), in
+/// its order; `None` when one cannot be read.
+pub fn mask_list(list: &str) -> Option<Vec<Vec<u32>>> {
+    list.split(',')
+        .map(|m| {
+            let hex = m
+                .trim()
+                .strip_prefix("0x")
+                .or(m.trim().strip_prefix("0X"))?;
+            if hex.is_empty() || hex.len() > 1 << 14 {
+                return None;
+            }
+            let mut cpus = Vec::new();
+            for (k, c) in hex.chars().rev().enumerate() {
+                let v = c.to_digit(16)?;
+                cpus.extend(
+                    (0..4)
+                        .filter(|b| v >> b & 1 == 1)
+                        .map(|b| (k * 4 + b) as u32),
+                );
+            }
+            Some(cpus)
+        })
+        .collect()
+}
+
+/// The domain (index into `domains`, each its CPUs ascending) that holds all of `cpus`; `None`
+/// for a mask over several domains (Slurm's closest GPUs are then those of all of them) or none.
+pub fn domain_of(cpus: &[u32], domains: &[Vec<u32>]) -> Option<usize> {
+    let first = cpus.first()?;
+    let d = domains
+        .iter()
+        .position(|d| d.binary_search(first).is_ok())?;
+    cpus.iter()
+        .all(|c| domains[d].binary_search(c).is_ok())
+        .then_some(d)
+}
+
+/// Which of the policy's task slots each task takes (a permutation: `slots[t]` for task `t`,
+/// both in the node's rank order) when task `t` should be in domain `wanted[t]` and slot `s` lies
+/// in domain `slot_domains[s]`: the tasks that want a domain take its slots in rank order; the
+/// rest (no domain wanted, or more tasks than the domain has slots) take the slots left, in
+/// order.
+pub fn follow_domains(slot_domains: &[Option<usize>], wanted: &[Option<usize>]) -> Vec<usize> {
+    let n = slot_domains.len();
+    let mut taken = vec![false; n];
+    let mut slots: Vec<Option<usize>> = vec![None; wanted.len()];
+    for (t, w) in wanted.iter().enumerate() {
+        let Some(d) = w else { continue };
+        if let Some(s) = (0..n).find(|&s| !taken[s] && slot_domains[s] == Some(*d)) {
+            taken[s] = true;
+            slots[t] = Some(s);
+        }
+    }
+    let mut free = (0..n).filter(|&s| !taken[s]);
+    slots
+        .into_iter()
+        .map(|s| s.or_else(|| free.next()).unwrap_or(0))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_task_gpu_bindings() {
+        assert!(binds_gpus_per_task(Some("gres/gpu:closest")));
+        assert!(binds_gpus_per_task(Some("gres/gpu:verbose,map_gpu:3,2")));
+        assert!(binds_gpus_per_task(Some("gres/gpu:single:1")));
+        assert!(!binds_gpus_per_task(Some("gres/gpu:none")));
+        assert!(!binds_gpus_per_task(Some("gres/nic:closest")));
+        assert!(!binds_gpus_per_task(None));
+    }
+
+    #[test]
+    fn masks_as_slurm_lists_them() {
+        assert_eq!(
+            mask_list("0x3,0xC0,0x100").unwrap(),
+            vec![vec![0, 1], vec![6, 7], vec![8]]
+        );
+        assert_eq!(mask_list("0x0000000F").unwrap(), vec![vec![0, 1, 2, 3]]);
+        assert!(mask_list("3,0xC").is_none());
+        assert!(mask_list("0xZ").is_none());
+        assert!(mask_list("0x").is_none());
+    }
+
+    #[test]
+    fn the_domain_holding_the_whole_mask() {
+        let doms = vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]];
+        assert_eq!(domain_of(&[4, 5], &doms), Some(1));
+        assert_eq!(domain_of(&[0, 3], &doms), Some(0));
+        assert_eq!(domain_of(&[3, 4], &doms), None);
+        assert_eq!(domain_of(&[9], &doms), None);
+        assert_eq!(domain_of(&[], &doms), None);
+    }
+
+    #[test]
+    fn slots_follow_the_wanted_domains() {
+        // The policy packs tasks 0,1 in domain 0 and 2,3 in domain 1; Slurm put tasks 0,2 on
+        // socket 0 and 1,3 on socket 1 (its cyclic default): 1 and 2 swap.
+        let slots = [Some(0), Some(0), Some(1), Some(1)];
+        let wanted = [Some(0), Some(1), Some(0), Some(1)];
+        assert_eq!(follow_domains(&slots, &wanted), vec![0, 2, 1, 3]);
+        // Three want domain 0, which has two slots: the third takes the slot left.
+        let wanted = [Some(0), Some(0), Some(0), Some(1)];
+        assert_eq!(follow_domains(&slots, &wanted), vec![0, 1, 3, 2]);
+        // Nothing wanted: the policy's own order.
+        assert_eq!(follow_domains(&slots, &[None; 4]), vec![0, 1, 2, 3]);
+    }
+}
