@@ -28,6 +28,8 @@
 #   default task/none; task/affinity for Slurm's own binding),
 #   LAMA_SANDBOX_GPUS=N (N fake GPUs per node through GRES: character devices made with mknod under
 #   $LAMA_SANDBOX/dev, gres.conf with AutoDetect=off),
+#   LAMA_SANDBOX_GPU_CORES ("0-3 0-3 4-7 4-7": each GPU's Cores= in gres.conf, one word per GPU),
+#   LAMA_SANDBOX_CONF_EXTRA (more slurm.conf lines, e.g. AllowSpecResourcesUsage=yes),
 #   LAMA_SANDBOX_CONSTRAIN_DEVICES=1 (ConstrainDevices=yes; without LAMA_SANDBOX_CGROUP=1 this uses
 #   task/cgroup alone, so that nodes may be declared bigger than the machine),
 #   LAMA_SLURM_PREFIX (run the Slurm installed in this prefix, e.g. by contrib/slurm-build.sh,
@@ -116,7 +118,17 @@ write_conf() {
     # device cgroups allow or deny them by number.
     mkdir -p "$dir/dev"
     for ((i = 0; i < gpus; i++)); do mknod -m 0666 "$dir/dev/nvidia$i" c 195 "$i"; done
-    printf 'AutoDetect=off\nNodeName=n[1-%d] Name=gpu File=%s/dev/nvidia[0-%d]\n' "$count" "$dir" $((gpus - 1)) > "$dir/gres.conf"
+    if [ -n "${LAMA_SANDBOX_GPU_CORES:-}" ]; then
+      # One gres.conf line per GPU, each with its Cores=.
+      local i=0 cores
+      { echo AutoDetect=off
+        for cores in $LAMA_SANDBOX_GPU_CORES; do
+          echo "NodeName=n[1-$count] Name=gpu File=$dir/dev/nvidia$i Cores=$cores"; i=$((i + 1))
+        done; } > "$dir/gres.conf"
+      [ "$i" = "$gpus" ] || die "LAMA_SANDBOX_GPU_CORES names $i GPUs' cores, LAMA_SANDBOX_GPUS is $gpus"
+    else
+      printf 'AutoDetect=off\nNodeName=n[1-%d] Name=gpu File=%s/dev/nvidia[0-%d]\n' "$count" "$dir" $((gpus - 1)) > "$dir/gres.conf"
+    fi
     gres="Gres=gpu:$gpus"
   fi
   cat > "$conf" <<CONF
@@ -152,6 +164,7 @@ SlurmdTimeout=$((30 + count / 8))
 MessageTimeout=$((count > 32 ? 60 : 10))
 InactiveLimit=0
 KillWait=2
+${LAMA_SANDBOX_CONF_EXTRA:-}
 CONF
   for ((i = 1; i <= count; i++)); do
     echo "NodeName=n$i NodeAddr=127.0.0.1 Port=$((port + 100 + i)) $hw $gres State=UNKNOWN"

@@ -81,6 +81,40 @@ pub fn allowed() -> Result<Vec<u32>, String> {
     })
 }
 
+/// The CPUs of the calling process's cgroup cpuset that are online (OS indexes, ascending):
+/// what Slurm's cgroup confinement gives the step, whatever affinity this process inherited
+/// (slurmd pins itself, and so its slurmstepds, to the specialized cores under `CoreSpecCount`
+/// without confinement). Every online CPU where no cpuset hierarchy is mounted.
+#[allow(dead_code)] // the Slurm plugin's, which shares this file
+pub fn cpuset_cpus() -> Result<Vec<u32>, String> {
+    let read = |path: &str| {
+        lama::limits::read_text(std::path::Path::new(path), 1 << 16)
+            .map_err(|e| format!("cannot read {path}: {e}"))
+    };
+    let list = |path: &std::path::Path, text: &str| {
+        lama::idset::parse_list(text.trim()).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let online = read("/sys/devices/system/cpu/online")?;
+    let online = list(
+        std::path::Path::new("/sys/devices/system/cpu/online"),
+        &online,
+    )?;
+    let files = match (read("/proc/self/mountinfo"), read("/proc/self/cpuset")) {
+        (Ok(mounts), Ok(cpuset)) => lama::cpuset::cpuset_files(&mounts, &cpuset),
+        // A kernel without cpusets has no /proc/self/cpuset.
+        _ => Vec::new(),
+    };
+    // A cgroup v2 without the cpuset controller has no file: its parent's set applies.
+    if let Some(file) = files.iter().find(|f| f.exists()) {
+        let text = lama::limits::read_text(file, 1 << 16)
+            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let mut cpus = list(file, &text)?;
+        cpus.retain(|c| online.binary_search(c).is_ok());
+        return Ok(cpus);
+    }
+    Ok(online)
+}
+
 /// `set_mempolicy`'s mode that allows the listed nodes only (linux/mempolicy.h).
 const MPOL_BIND: libc::c_long = 2;
 /// `set_mempolicy`'s mode that prefers one node and falls back to the others.

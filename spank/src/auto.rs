@@ -81,6 +81,12 @@ impl Lama {
         .map_err(|e| e.to_string())?;
         st.lap("placement");
         st.policy = st.verbose.then(|| placed.summary.clone());
+        if !gpus.is_empty() {
+            st.follow = Some(crate::Follow {
+                slot_domains: placed.domains,
+                domain_cpus: placed.domain_cpus,
+            });
+        }
         st.tasks = placed.tasks;
         st.omp = auto_threads(&topo, &st.tasks, threads.as_ref())
             .map_err(|e| e.to_string())?

@@ -82,6 +82,35 @@ struct Lama {
     /// srun said the step's `SLURM_THREADS_PER_CORE` is the job's, which its own `--hint`
     /// dropped ([`room::STEP_THREADS`]): every thread of the step's cores is the step's.
     all_threads: bool,
+    /// In srun: it makes its own job (no allocation around it), so its `--thread-spec` is the
+    /// job's.
+    allocating: bool,
+}
+
+/// srun's, sbatch's or salloc's own options: its command line, less srun's program and its
+/// arguments (sbatch's and salloc's programs are not told apart).
+fn own_options(spank: &SpankHandle, ctx: Context) -> Vec<String> {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let program = match ctx {
+        Context::Local => spank.job_argv_os().map(|a| a.len()).unwrap_or(0),
+        _ => 0,
+    };
+    let keep = args.len().saturating_sub(program);
+    args.into_iter().take(keep).collect()
+}
+
+/// Passes the job's `--thread-spec` (from `options`, else the input variable `var`) on to its
+/// steps in [`lama::slurm::THREAD_SPEC_VAR`]: Slurm tells SPANK plugins nothing of it. Set in
+/// the command's own environment, which Slurm copies into the job's (sbatch, srun) or hands its
+/// program (salloc) after this hook.
+fn pass_thread_spec<S: AsRef<str>>(options: &[S], var: &str) {
+    let env = std::env::var(var).ok();
+    if let Some(n) = lama::slurm::thread_spec_asked(options, env.as_deref()) {
+        std::env::set_var(lama::slurm::THREAD_SPEC_VAR, n.to_string());
+    }
 }
 
 /// What each task needs to choose its devices. The choice is made per task because Slurm's GPU
@@ -157,6 +186,21 @@ struct Step {
     numa: Option<Vec<lama::locality::Numa>>,
     /// What the automatic policy chose on this node, for `--lama-verbose`.
     policy: Option<String>,
+    /// The policy's task slots and the node's domains, when the step has GPUs: where Slurm
+    /// binds GPUs task by task, each task takes a slot in its GPUs' domain (`task.rs`).
+    follow: Option<Follow>,
+    /// The node's domains (their CPUs), for a map step with GPUs and no `--lama-gpus`: each task
+    /// says when lama placed it away from the domain Slurm's GPU binding chose (`task.rs`).
+    gpu_domains: Option<Vec<Vec<u32>>>,
+}
+
+/// What each task of a policy step with GPUs needs to follow the GPUs Slurm binds task by task
+/// (`lama::slurm::gpu_bind`).
+struct Follow {
+    /// The domain of each of the policy's task slots (rank order), `None` for one over several.
+    slot_domains: Vec<Option<usize>>,
+    /// The CPUs of each domain within the step.
+    domain_cpus: Vec<Vec<u32>>,
 }
 
 impl Step {
@@ -384,6 +428,11 @@ unsafe impl Plugin for Lama {
     fn init(&mut self, spank: &mut SpankHandle) -> Result {
         // The options are registered by the exported hook (exports.rs), before this runs.
         let ctx = spank.context()?;
+        if ctx == Context::Local {
+            self.allocating = ["SLURM_JOB_ID", "SLURM_JOBID"]
+                .iter()
+                .all(|v| std::env::var_os(v).is_none());
+        }
         let args = spank
             .plugin_argv()
             .map_err(|e| fail(&format!("plugstack.conf arguments: {e}")))?;
@@ -395,7 +444,18 @@ unsafe impl Plugin for Lama {
     }
 
     fn init_post_opt(&mut self, spank: &mut SpankHandle) -> Result {
-        if matches!(spank.context()?, Context::Local | Context::Allocator) {
+        let ctx = spank.context()?;
+        if ctx == Context::Allocator {
+            // sbatch's and salloc's own command line and input variable: the job's
+            // --thread-spec, for its steps.
+            let args = own_options(spank, ctx);
+            let var = match std::env::args_os().next() {
+                Some(a) if a.to_string_lossy().ends_with("salloc") => "SALLOC_THREAD_SPEC",
+                _ => "SBATCH_THREAD_SPEC",
+            };
+            pass_thread_spec(&args, var);
+        }
+        if matches!(ctx, Context::Local | Context::Allocator) {
             // vars_os: a variable that is not UTF-8 (anyone's) must not stop srun.
             let env: Vec<(String, String)> = std::env::vars_os()
                 .filter(|(k, _)| {
@@ -419,8 +479,20 @@ unsafe impl Plugin for Lama {
                 .map_err(|e| fail(&e.to_string()))?;
             // srun takes --gpus-per-task and --gpu-bind from these variables too (sbatch and
             // salloc export them): then every node would refuse the step, so srun does, once.
+            // srun's own --gpu-bind or --tres-bind beats the job's variables.
             if gpus > 0 {
-                let get = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+                let options = own_options(spank, ctx);
+                let own_bind =
+                    ["--gpu-bind", "--tres-bind"].map(|o| lama::slurm::own_option(&options, o));
+                let get = |k: &str| {
+                    let v = match (k, &own_bind) {
+                        ("SLURM_GPU_BIND", [Some(g), _]) => Some(g.clone()),
+                        ("SLURM_TRES_BIND", [_, Some(t)]) => Some(t.clone()),
+                        ("SLURM_GPU_BIND" | "SLURM_TRES_BIND", [Some(_), _] | [_, Some(_)]) => None,
+                        _ => std::env::var(k).ok(),
+                    };
+                    v.filter(|v| !v.trim().is_empty())
+                };
                 let why = gpus_per_task(get, "SLURM_TRES_BIND")
                     .or_else(|| gpus_per_task(get, "SLURM_GPU_BIND"));
                 if let Some(why) = why {
@@ -454,13 +526,12 @@ unsafe impl Plugin for Lama {
             return Ok(());
         }
         // init_post_opt has checked the value.
-        // srun's own options are its command line before the step's program.
-        let args: Vec<String> = std::env::args_os()
-            .skip(1)
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        let program = spank.job_argv_os().map(|a| a.len()).unwrap_or(0);
-        let options = &args[..args.len().saturating_sub(program)];
+        let options = &own_options(spank, Context::Local);
+        // An srun that made its own job: its --thread-spec is the job's (inside an allocation
+        // Slurm ignores a step's).
+        if self.allocating {
+            pass_thread_spec(options, "SLURM_THREAD_SPEC");
+        }
         if lama::slurm::threads_per_core_dropped(options) {
             // srun's own environment, which it merges into the step's right after this hook
             // (spank_setenv is slurmstepd's only); srun itself set the step's variables the

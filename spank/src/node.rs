@@ -59,7 +59,7 @@ pub fn find(settings: &Settings, host: &str, detail: Detail) -> Result<NodeFound
         let read = cache::read(&file, detail, Writer::Root)
             .map_err(|e| e.to_string())
             .and_then(|n| {
-                let allowed = affinity::allowed()?;
+                let allowed = affinity::cpuset_cpus()?;
                 cache::check_fresh(&n.topology, host, &allowed).map(|_| NodeFound {
                     topology: n.topology,
                     usable: allowed,

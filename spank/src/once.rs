@@ -17,6 +17,8 @@ pub enum Once {
     Mismatch = 4,
     /// GPUs the policy chose that Slurm did not leave a task.
     SlurmGpus = 8,
+    /// A task lama placed away from the GPUs Slurm binds to it.
+    FarGpus = 16,
 }
 
 /// A page the node's tasks share.

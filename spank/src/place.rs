@@ -59,15 +59,45 @@ impl Lama {
         let counts = self.settings.devices(&self.user).map_err(|e| e.to_string());
         let want_devices = matches!(counts, Ok(c) if c != (0, 0));
         let (topo, cpus, loc) = self.step_node(spank, st, want_devices)?;
+        let get = |k: &str| spank.getenv(k).ok().flatten();
         // srun's -c implies --exact: a step may hold fewer CPUs than a wide binding needs.
         let exact = || {
-            let per_task = spank.getenv("SLURM_CPUS_PER_TASK").ok().flatten();
+            let per_task = get("SLURM_CPUS_PER_TASK");
             lama::slurm::exact_note(per_task.as_deref(), ranks.len(), cpus.len())
         };
-        st.tasks = place_node(&topo, &cpus, req, ranks, st.verbose).map_err(|e| match exact() {
-            Some(note) => format!("{e} ({note})"),
-            None => e.to_string(),
-        })?;
+        let limits = lama::slurm::task_limits(
+            get("SLURM_NTASKS_PER_CORE").as_deref(),
+            get("SLURM_NTASKS_PER_SOCKET").as_deref(),
+        );
+        // Slurm's own per-core and per-socket task counts hold inside the node where the step's
+        // CPUs allow them; where Slurm itself gave fewer cores or sockets, they cannot, and
+        // the step is placed without them, said once.
+        let limited = (!limits.is_empty()).then(|| {
+            let mut r = req.clone();
+            r.mppr.extend(limits.iter().copied());
+            place_node(&topo, &cpus, &r, ranks, st.verbose)
+        });
+        st.tasks = match limited {
+            Some(Ok(tasks)) => tasks,
+            other => {
+                let tasks = place_node(&topo, &cpus, req, ranks, st.verbose).map_err(|e| {
+                    match exact() {
+                        Some(note) => format!("{e} ({note})"),
+                        None => e.to_string(),
+                    }
+                })?;
+                if let (Some(Err(e)), None) = (other, &st.warning) {
+                    let l: Vec<String> = limits.iter().map(ToString::to_string).collect();
+                    st.warning = Some(format!(
+                        "Slurm's --ntasks-per-core/--ntasks-per-socket (MPPR {}) cannot hold on the CPUs Slurm gave this step on node {} {} ({e}); its tasks are placed without them",
+                        l.join(","),
+                        st.nodeid,
+                        st.host
+                    ));
+                }
+                tasks
+            }
+        };
         if shares_cpus(&st.tasks) && st.warning.is_none() {
             if let Some(note) = exact() {
                 st.warning = Some(format!(
@@ -95,6 +125,24 @@ impl Lama {
             st.lap("OpenMP places");
         }
         let counts = counts?;
+        // Slurm's GPUs stay where lama chooses none: remember the domains, so that a task lama
+        // places away from the GPUs Slurm binds to it can say so.
+        if counts.1 == 0
+            && ["SLURM_STEP_GPUS", "SLURM_JOB_GPUS"]
+                .iter()
+                .any(|k| get(k).is_some())
+        {
+            st.gpu_domains = Some(
+                lama::policy::domains(&topo)
+                    .into_iter()
+                    .map(|d| {
+                        let mut c: Vec<u32> = d.into_iter().flatten().collect();
+                        c.sort_unstable();
+                        c
+                    })
+                    .collect(),
+            );
+        }
         if let Some(loc) = loc {
             let weights = self.weights(&loc)?;
             // Checked here with this node's own devices, so that a node without enough of them
@@ -172,9 +220,33 @@ impl Lama {
         if mem {
             st.numa = found.numa;
         }
-        let cpus = cpus
+        let mut cpus = cpus
             .and_then(|c| usable_cpus(c, &found.usable))
             .map_err(|e| e.to_string())?;
+        // The job's --thread-spec threads stay in the step's cores and cpuset; Slurm's own
+        // automatic binding keeps tasks off them, and so does lama (Slurm honoured the option
+        // only if the job holds the whole node).
+        let spec = spank.getenv(lama::slurm::THREAD_SPEC_VAR).ok().flatten();
+        let whole = || {
+            spank
+                .job_alloc_cores()
+                .is_ok_and(|c| lama::slurm::job_holds_node(&found.topology, c))
+        };
+        if let Some(n) = spec
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .filter(|_| whole())
+        {
+            let reserved = lama::slurm::reserved_threads(&found.topology, n);
+            let before = cpus.len();
+            cpus.retain(|c| reserved.binary_search(c).is_err());
+            if cpus.is_empty() && before > 0 {
+                return Err(format!(
+                    "every CPU of this step on {} is one of the {n} hardware thread(s) the job keeps for the system (--thread-spec={n}: cpus {})",
+                    st.host,
+                    lama::idset::format_list(&reserved)
+                ));
+            }
+        }
         Ok((found.topology, cpus, found.locality))
     }
 }

@@ -15,12 +15,13 @@
 use lama::environ::{fit, ExecSize, Group};
 use lama::idset::format_list;
 use lama::plugin::{placed_in, verbose_extras, OMP_VARIABLES};
+use lama::slurm::gpu_bind::{binds_gpus_per_task, domain_of, follow_domains, mask_list};
 use lama::slurm::{check_task, cpu_bind_env, cpu_bind_line, cpu_bind_verbose};
 use slurm_spank::SpankHandle;
 
 use crate::once::{stop_task, Once};
 use crate::room;
-use crate::{affinity, Result, Step};
+use crate::{affinity, Follow, Result, Step};
 
 /// Runs in each task that does more than export `TASK_MAP`.
 pub fn init(st: &Step, spank: &SpankHandle) -> Result {
@@ -154,7 +155,23 @@ fn place(
     let Ok(i) = st.tasks.binary_search_by_key(&rank, |t| t.rank) else {
         fatal(format!("task {rank} was not placed on node {}", st.host));
     };
-    let t = &st.tasks[i];
+    if let Some(why) = st
+        .gpu_domains
+        .as_ref()
+        .and_then(|d| far_from_gpus(d, &st.tasks[i].cpus, spank))
+    {
+        if claim(Once::FarGpus) {
+            say!(
+                "lama: note: {why}; --lama-gpus lets lama choose each task's GPUs beside its CPUs, or a map such as scbnh follows Slurm's order over sockets (said once per node)"
+            );
+        }
+    }
+    // Where Slurm binds GPUs task by task, the policy's slots follow them; every task of the
+    // node works the same moves out from the same variables.
+    let slots = st.follow.as_ref().and_then(|f| follow_slots(f, st, spank));
+    let slot_of = |j: usize| slots.as_ref().and_then(|s| s.get(j).copied()).unwrap_or(j);
+    let slot = slot_of(i);
+    let t = &st.tasks[slot];
     let list = format_list(&t.cpus);
     let mut cpus = vec![("LAMA_CPUS".to_string(), list.clone())];
     // Set when Slurm's task plugin bound the task (task/affinity); lama's binding replaces it.
@@ -178,7 +195,7 @@ fn place(
                 .local_ranks
                 .iter()
                 .filter_map(|r| st.tasks.binary_search_by_key(r, |t| t.rank).ok())
-                .map(|j| st.tasks[j].cpus.as_slice())
+                .map(|j| st.tasks[slot_of(j)].cpus.as_slice())
                 .collect();
             cpus.extend(cpu_bind_env(&previous, &local));
         }
@@ -196,7 +213,7 @@ fn place(
             cpu_bind_line(&st.host, rank, local, std::process::id(), &t.cpus, st.bind)
         );
     }
-    if let Some(nodes) = st.mems.get(i) {
+    if let Some(nodes) = st.mems.get(slot) {
         match affinity::bind_memory(nodes, &list, st.mem_policy.unwrap_or_default(), st.bind) {
             Ok(()) => cpus.push(("LAMA_MEMS".to_string(), format_list(nodes))),
             Err(e) => fatal(format!(
@@ -207,13 +224,18 @@ fn place(
     }
     groups.push(Group::cpus(cpus));
     if let Some(d) = &st.devices {
-        match d.for_policy_task(spank, i) {
+        match d.for_policy_task(spank, slot) {
             Some(Ok(v)) => groups.push(Group::devices(v)),
             // Never a GPU the task may not open: Slurm's GPUs stay, said once per node.
             Some(Err(kept)) => {
                 if claim(Once::SlurmGpus) {
+                    let follows = if slots.is_some() {
+                        ", and places each task in the domain of the CPUs Slurm bound it to, next to its GPUs"
+                    } else {
+                        ""
+                    };
                     say!(
-                        "lama: note: the automatic policy leaves the GPUs to Slurm, which binds them task by task here: {} (first seen in task {rank} on node {} {}; said once per node)",
+                        "lama: note: the automatic policy leaves the GPUs to Slurm, which binds them task by task here{follows}: {} (first seen in task {rank} on node {} {}; said once per node)",
                         kept.why,
                         st.nodeid,
                         st.host
@@ -227,7 +249,7 @@ fn place(
             },
         }
     }
-    let mut omp = st.omp.get(i).cloned().unwrap_or_default();
+    let mut omp = st.omp.get(slot).cloned().unwrap_or_default();
     if !omp.is_empty() && !st.omp_replace {
         let set: Vec<&str> = OMP_VARIABLES
             .into_iter()
@@ -248,9 +270,60 @@ fn place(
     }
     Ok(Placed {
         rank,
-        index: i,
+        index: slot,
         before,
     })
+}
+
+/// The policy slot each of the node's tasks takes (rank order), where Slurm binds GPUs task by
+/// task next to the CPUs its own task plugin gave each task (`SLURMD_TRES_BIND`,
+/// `SLURM_CPU_BIND_LIST`, the same in every task of the node): each task goes to its Slurm
+/// mask's domain, and so its GPUs' (`lama::slurm::gpu_bind`). `None` where Slurm does not bind
+/// GPUs task by task or its task plugin left no masks (task/affinity absent).
+fn follow_slots(f: &Follow, st: &Step, spank: &SpankHandle) -> Option<Vec<usize>> {
+    let masks = gpu_masks(spank)?;
+    if masks.len() != st.local_ranks.len() || f.slot_domains.len() != st.tasks.len() {
+        return None;
+    }
+    let wanted: Vec<Option<usize>> = st
+        .tasks
+        .iter()
+        .map(|t| {
+            let l = st.local_ranks.iter().position(|&r| r == t.rank)?;
+            domain_of(&masks[l], &f.domain_cpus)
+        })
+        .collect();
+    Some(follow_domains(&f.slot_domains, &wanted))
+}
+
+/// Where Slurm binds GPUs task by task (`SLURMD_TRES_BIND`), the CPUs its task plugin bound each
+/// local task to (`SLURM_CPU_BIND_LIST`, read before lama rewrites it), by which it chose their
+/// GPUs.
+fn gpu_masks(spank: &SpankHandle) -> Option<Vec<Vec<u32>>> {
+    let get = |k: &str| spank.getenv(k).ok().flatten();
+    if !binds_gpus_per_task(get("SLURMD_TRES_BIND").as_deref()) {
+        return None;
+    }
+    mask_list(&get("SLURM_CPU_BIND_LIST")?)
+}
+
+/// For a map step that leaves GPUs to Slurm: why this task, placed on `cpus`, is away from the
+/// GPUs Slurm binds to it (next to the CPUs Slurm's task plugin gave it, in another domain).
+fn far_from_gpus(domains: &[Vec<u32>], cpus: &[u32], spank: &SpankHandle) -> Option<String> {
+    let local = usize::try_from(spank.task_id().ok()?).ok()?;
+    let masks = gpu_masks(spank)?;
+    let mask = masks.get(local)?;
+    let d = domain_of(mask, domains)?;
+    if cpus.iter().any(|c| domains[d].binary_search(c).is_ok()) {
+        return None;
+    }
+    Some(format!(
+        "lama placed task {} on cpus {}, away from cpus {} where Slurm bound its GPUs (--gpu-bind, --ntasks-per-gpu: next to the cpus {} Slurm's own binding gave it)",
+        spank.task_global_id().ok()?,
+        format_list(cpus),
+        format_list(&domains[d]),
+        format_list(mask)
+    ))
 }
 
 /// The `--lama-verbose` line of a placed task; the node's first task adds the node's cost.

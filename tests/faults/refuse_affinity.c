@@ -1,11 +1,15 @@
 /* Fault injection for the cluster tests: preloaded into slurmd (and so into every slurmstepd and
  * task it starts), sched_setaffinity fails with EPERM while the file named by
- * LAMA_FAULT_REFUSE_AFFINITY exists, as a kernel or security module refusing it would; and while
+ * LAMA_FAULT_REFUSE_AFFINITY exists, as a kernel or security module refusing it would; while
  * the file named by LAMA_FAULT_SHOW_CPUS exists, sched_getaffinity reports only the CPU number
- * written in it, or no CPU at all when it is empty (CPUs offline or taken away by a cpuset). */
+ * written in it, or no CPU at all when it is empty (an affinity inherited from a slurmd pinned to
+ * its specialized cores); and while the file named by LAMA_FAULT_ONLINE exists, opening
+ * /sys/devices/system/cpu/online opens it instead (CPUs taken offline). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,4 +49,45 @@ int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *mask)
 	if (!real)
 		real = (int (*)(pid_t, size_t, cpu_set_t *))dlsym(RTLD_NEXT, "sched_getaffinity");
 	return real ? real(pid, size, mask) : (errno = ENOSYS, -1);
+}
+
+/* The file to open in place of `path`: LAMA_FAULT_ONLINE's for the kernel's online CPU list. */
+static const char *redirected(const char *path)
+{
+	const char *file = getenv("LAMA_FAULT_ONLINE");
+
+	if (path && file && strcmp(path, "/sys/devices/system/cpu/online") == 0 &&
+	    access(file, F_OK) == 0)
+		return file;
+	return path;
+}
+
+int open64(const char *path, int flags, ...)
+{
+	static int (*real)(const char *, int, ...);
+	mode_t mode = 0;
+	va_list ap;
+
+	va_start(ap, flags);
+	if (flags & (O_CREAT | O_TMPFILE))
+		mode = va_arg(ap, mode_t);
+	va_end(ap);
+	if (!real)
+		real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open64");
+	return real ? real(redirected(path), flags, mode) : (errno = ENOSYS, -1);
+}
+
+int open(const char *path, int flags, ...)
+{
+	static int (*real)(const char *, int, ...);
+	mode_t mode = 0;
+	va_list ap;
+
+	va_start(ap, flags);
+	if (flags & (O_CREAT | O_TMPFILE))
+		mode = va_arg(ap, mode_t);
+	va_end(ap);
+	if (!real)
+		real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+	return real ? real(redirected(path), flags, mode) : (errno = ENOSYS, -1);
 }

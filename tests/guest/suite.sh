@@ -57,7 +57,8 @@ ConstrainCores=yes
 ConstrainRAMSpace=yes
 ConstrainDevices=yes
 EOF
-echo "Name=gpu File=/dev/nvidia[0-3]" > /etc/slurm/gres.conf
+# Two GPUs per package, tied to its cores (Slurm's core ids: 0-1 on package 0, 2-3 on package 1).
+printf 'Name=gpu File=/dev/nvidia[0-1] Cores=0-1\nName=gpu File=/dev/nvidia[2-3] Cores=2-3\n' > /etc/slurm/gres.conf
 plugstack() { echo "$*" > /etc/slurm/plugstack.conf; }
 plugstack "required $plugin"
 # The settings of Debian's slurmd.service and slurmctld.service, for either Slurm.
@@ -282,6 +283,51 @@ gpu="-n2 --ntasks-per-socket=1 -c2 --gres=gpu:2 --lama-map=scbnh --lama-bind=1c 
 gpu_case "beside a job holding GPU 0, --gres=gpu:2 --lama-gpus=1" "$gpu"
 gpu_case "beside a job holding GPU 0, --gres=gpu:2 --lama-gpus=1 --lama-gpu-visibility=all" "$gpu --lama-gpu-visibility=all"
 scancel "$hog"
+# GPUs Slurm binds task by task under the automatic policy (issue 48, case 1): Slurm's default
+# binding of -n4 -c2 puts tasks 0 and 2 on package 0 and 1 and 3 on package 1; --gpu-bind=closest (or
+# --ntasks-per-gpu=1) gives each the GPUs of its package only (its device cgroup allows no
+# other). The policy packs tasks 0,1 into domain 0: the GPU decides instead, so every task's
+# CPUs lie in the package of the GPU it may open, no two tasks share a CPU, and no task is
+# handed a GPU it may not open.
+cat > "$work/follow.sh" <<'EOF'
+open=""
+for f in /dev/nvidia[0-3]; do
+  case $( (exec 3<"$f") 2>&1 ) in *"No such device"*) open+="${f##*nvidia},";; esac
+done
+echo "follow $SLURM_PROCID ${LAMA_CPUS:-none} ${open%,} ${CUDA_VISIBLE_DEVICES:-none}"
+EOF
+for bind in --gpu-bind=closest --ntasks-per-gpu=1; do
+  out=$(run -n4 -c2 --gres=gpu:4 $bind --lama-policy=auto bash "$work/follow.sh" 2>&1)
+  bad="" all=""
+  while read -r _ t cpus open cvd; do
+    pkg=""
+    for c in $(expand "$cpus" | tr , ' '); do pkg+="$((c / 4)) "; all+="$c "; done
+    pkg=$(tr ' ' '\n' <<<"$pkg" | grep . | sort -u | paste -sd, -)
+    gp=$(for g in ${open//,/ }; do echo $((g / 2)); done | sort -u | paste -sd, -)
+    [ -n "$gp" ] && [ "$pkg" = "$gp" ] || bad+="task $t on CPUs $cpus (package $pkg) may open GPUs $open (package $gp); "
+    [ "$(tr , '\n' <<<"$cvd" | wc -l)" -le "$(tr , '\n' <<<"$open" | wc -l)" ] || bad+="task $t: CUDA_VISIBLE_DEVICES=$cvd names more GPUs than it may open ($open); "
+  done < <(grep '^follow ' <<<"$out")
+  dup=$(tr ' ' '\n' <<<"$all" | grep . | sort | uniq -d | paste -sd, -)
+  [ -z "$dup" ] || bad+="CPUs $dup given to two tasks; "
+  if [ "$(grep -c '^follow ' <<<"$out")" = 4 ] && [ -z "$bad" ]; then
+    ok "[guest, Slurm $release] --lama-policy=auto -n4 -c2 --gres=gpu:4 $bind: every task's CPUs in the package of the GPU Slurm bound it to, none shared"
+    grep '^follow ' <<<"$out" | sort -n -k2 | sed 's/^follow /#   task /'
+  else not_ok "[guest, Slurm $release] the policy beside $bind" "$bad" "$out"; fi
+done
+# A map step without --lama-gpus keeps Slurm's GPUs. csbnh packs tasks 0,1 on package 0 while
+# Slurm bound task 1's GPUs on package 1: srun says so once for the node. scbnh follows Slurm's
+# order over sockets: every task beside its GPUs, nothing said.
+far="lama: note: lama placed task [0-9]* on cpus [0-9,-]*, away from cpus [0-9,-]* where Slurm bound its GPUs"
+out=$(run -n4 -c2 --gres=gpu:4 --gpu-bind=closest --lama-map=csbnh --lama-bind=1c bash "$work/follow.sh" 2>&1)
+if [ "$(grep -c "$far" <<<"$out")" = 1 ] && [ "$(grep -c '^follow ' <<<"$out")" = 4 ]; then
+  ok "[guest, Slurm $release] --gpu-bind=closest beside --lama-map=csbnh: the tasks run, and srun says once that lama placed one away from its GPUs"
+  grep "$far" <<<"$out" | sed 's/^/#   /'
+else not_ok "[guest, Slurm $release] --gpu-bind=closest beside --lama-map=csbnh" "$out"; fi
+out=$(run -n4 -c2 --gres=gpu:4 --gpu-bind=closest --lama-map=scbnh --lama-bind=1c bash "$work/follow.sh" 2>&1)
+bad=$(awk '$1 == "follow" { split($3, r, "[-,]"); split($4, g, ","); if (int(r[1] / 4) != int(g[1] / 2)) print "task " $2 " on " $3 " with GPUs " $4 }' <<<"$out")
+if ! grep -q "$far" <<<"$out" && [ "$(grep -c '^follow ' <<<"$out")" = 4 ] && [ -z "$bad" ]; then
+  ok "[guest, Slurm $release] --gpu-bind=closest beside --lama-map=scbnh: every task in its GPUs' package, nothing said"
+else not_ok "[guest, Slurm $release] --gpu-bind=closest beside --lama-map=scbnh" "$bad" "$out"; fi
 plugstack "required $plugin"
 
 # --- the docs' guest examples ------------------------------------------------------------------
@@ -290,5 +336,34 @@ plugstack "required $plugin"
 for _ in $(seq 120); do [ -z "$(squeue -h)" ] && break; sleep 0.5; done
 PATH=$(dirname "$lama"):$PATH python3 "$top/tests/examples.py" run guest none 0 </dev/null |
   sed -E "s/^(not )?ok - /&[guest, Slurm $release] /"
+
+
+# --- core specialization without cgroup core confinement (issue 48, case 5) ------------------
+# CoreSpecCount=1, then CpuSpecList=2,3 (core 1), and TaskPlugin=task/affinity alone: slurmd pins
+# itself to the specialized CPUs and every slurmstepd inherits that affinity. The CPUs lama may
+# use are the step's cores from Slurm's credential within the cgroup's cpuset, never that
+# affinity: a step on every other core binds as lama plan says over them, never on the
+# specialized core.
+sed -i 's|^TaskPlugin=.*|TaskPlugin=task/affinity|' /etc/slurm/slurm.conf
+for setting in CoreSpecCount=1 CpuSpecList=2,3; do
+  sed -i -E "s/^(NodeName=guest .*) (CoreSpecCount|CpuSpecList)=[0-9,]+ State=UNKNOWN$/\1 State=UNKNOWN/; s/^(NodeName=guest .*) State=UNKNOWN$/\1 $setting State=UNKNOWN/" /etc/slurm/slurm.conf
+  systemctl restart lama-slurmctld
+  systemctl restart lama-slurmd
+  for _ in $(seq 120); do [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break; sleep 1; done
+  spec=$(scontrol show node guest | grep -o 'CPUSpecList=[0-9,-]*' | cut -d= -f2)
+  slurmd_cpus=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/"$(systemctl show -p MainPID --value lama-slurmd)"/status)
+  free=$(for c in $(seq 0 $(($(nproc) - 1))); do [[ ,$(expand "${spec:-none}"), == *,$c,* ]] || echo "$c"; done | paste -sd, -)
+  out=$(run -n3 -c2 --lama-map=csbnh --lama-bind=1c bash -c 'echo "task $SLURM_PROCID $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"' 2>&1)
+  got=$(awk '$1 == "task" {print $2, $3}' <<<"$out" | sort -n)
+  want=$(plan_tasks "$free" --np 3 --map csbnh --bind 1c)
+  bad=""
+  for c in $(awk '$1 == "task" {print $3}' <<<"$out" | while read -r l; do expand "$l"; done | tr , ' '); do
+    [[ ,$(expand "${spec:-none}"), == *,$c,* ]] && bad+="CPU $c is specialized; "
+  done
+  if [ -n "$spec" ] && [ -n "$want" ] && [ "$got" = "$want" ] && [ -z "$bad" ]; then
+    ok "[guest, Slurm $release] $setting, TaskPlugin=task/affinity (slurmd's own affinity: CPUs $slurmd_cpus; specialized: $spec): -n3 -c2 binds as lama plan says over CPUs $free, never on the specialized core"
+    echo "# $setting, slurmd on CPUs $slurmd_cpus:"; sed 's/^/#   task /' <<<"$got"
+  else not_ok "[guest, Slurm $release] $setting with task/affinity (specialized: '$spec', slurmd on $slurmd_cpus)" "got:" "$got" "want:" "$want" "$bad" "$out"; fi
+done
 
 systemctl stop lama-slurmd lama-slurmctld

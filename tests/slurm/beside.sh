@@ -98,3 +98,127 @@ if [ "$(grep -c "lama: warning: tasks of this step share CPUs on node 0 n1: this
   [ "$(grep -c '^at ' <<<"$out")" = "$cpus" ]; then
   ok "-c1 with a two-core binding and --lama-oversubscribe: the tasks run, sharing, said once with the reason"
 else not_ok "-c1 with a two-core binding and --lama-oversubscribe" "$out"; fi
+
+# --thread-spec on nodes declared as the POWER8 XML (2 sockets x 4 cores x 2 threads), with
+# AllowSpecResourcesUsage=yes: Slurm leaves the reserved threads in the whole-node job's cores,
+# and only its own automatic binding keeps tasks off them. Slurm's rule, by hand: the second
+# thread of the last core of the last socket first, then of the last core of the socket before.
+# The CPUs come from hwloc (hwloc-calc), not lama. The step made by srun, by salloc and by sbatch
+# each carry the job's value to the nodes.
+x3=$top/tests/topologies/power8gpudistances.xml
+cluster LAMA_SANDBOX_TOPOLOGY="$x3" LAMA_SANDBOX_CONF_EXTRA=AllowSpecResourcesUsage=yes \
+  LAMA_SANDBOX_GPUS=4 LAMA_SANDBOX_GPU_CORES="0-3 0-3 4-7 4-7"
+plugstack "required $plugin topology=$x3"
+pu() { hwloc-calc --input "$x3" --po -I pu "$1"; }
+spec2=",$(pu core:7.pu:1),$(pu core:3.pu:1),"
+spec1=",$(pu core:7.pu:1),"
+report='echo "at $SLURM_PROCID $LAMA_CPUS"'
+whole=$(run -N1 -w n1 -n2 --exclusive -c8 --lama-map=scbnh --lama-bind=1s bash -c "$report" 2>&1 | awk '$1 == "at" {print $2, $3}' | sort -n)
+core_of() { hwloc-calc --input "$x3" --pi -I core "pu:$1"; }
+# The same step without the option, less the reserved CPUs (which are in its bindings, else the
+# case shows nothing), on the cores the step holds: Slurm 26.05 also counts the reserved threads
+# out of the job's CPUs, and may leave a whole core out of the step (22.05 leaves them in).
+without() { # spec-list got
+  local t c x line out="" held
+  held=,$(cut -d' ' -f2 <<<"$2" | tr , '\n' | grep . | while read -r x; do core_of "$x"; done | sort -u | paste -sd, -),
+  while read -r t c; do
+    line=""
+    for x in $(expand "$c" | tr , ' '); do
+      [[ $1 != *,$x,* && $held == *,$(core_of "$x"),* ]] && line+="$x,"
+    done
+    out+="$t ${line%,}"$'\n'
+  done <<<"$whole"
+  printf '%s' "$out"
+}
+thread_spec_case() { # name spec-list command...
+  local name=$1 spec=$2 got want
+  shift 2
+  got=$("$@" 2>&1 | awk '$1 == "at" {print $2, $3}' | sort -n | while read -r t c; do echo "$t $(expand "$c")"; done)
+  want=$(without "$spec" "$got")
+  if [ "$(grep -c . <<<"$whole")" = 2 ] && [ "$want" != "$(while read -r t c; do echo "$t $(expand "$c")"; done <<<"$whole")" ] && [ "$got" = "$want" ]; then
+    ok "$name: the tasks stay off the reserved CPUs (${spec:1:-1}), on every other CPU of their socket"
+  else not_ok "$name" "got:" "$got" "want:" "$want" "without --thread-spec:" "$whole"; fi
+}
+thread_spec_case "srun --thread-spec=2 (the job made by srun)" "$spec2" \
+  run -N1 -w n1 -n2 --thread-spec=2 --lama-map=scbnh --lama-bind=1s bash -c "$report"
+thread_spec_case "salloc --thread-spec=2, srun inside" "$spec2" \
+  timeout 120 salloc -N1 -w n1 --thread-spec=2 srun -n2 --lama-map=scbnh --lama-bind=1s bash -c "$report"
+SBATCH_THREAD_SPEC=1 timeout 120 sbatch -W -N1 -w n1 -o "$work/sbatch.out" \
+  --wrap "srun -n2 --lama-map=scbnh --lama-bind=1s bash -c '$report'" >/dev/null 2>&1
+thread_spec_case "SBATCH_THREAD_SPEC=1 sbatch, srun inside" "$spec1" cat "$work/sbatch.out"
+# -S1 (--core-spec): Slurm keeps the last core of the last socket out of the job's cores itself
+# (AllowSpecResourcesUsage=yes), so the step's cores from its credential leave it out.
+thread_spec_case "srun -S1 (a core kept by Slurm)" ",$(pu core:7 | tr , '\n' | paste -sd, -)," \
+  run -N1 -w n1 -n2 -S1 --lama-map=scbnh --lama-bind=1s bash -c "$report"
+
+# --- more of Slurm's options on the declared POWER8 ------------------------------------------
+# The XML, by hand: socket 0 has cores 0-3 (first threads 0, 8, 16, 24), socket 1 cores 4-7
+# (80, 88, 96, 104); each core's second thread is the first plus one. GPUs cuda0-1 sit on
+# socket 0, cuda2-3 on socket 1, and gres.conf says so (Cores=0-3, 4-7).
+# Each task's CPUs as "rank cpus", sorted, from a step's output.
+at() { awk '$1 == "at" {print $2, $3}' <<<"$1" | sort -n | paste -sd' '; }
+# --ntasks-per-core=1 beside a map that packs hardware threads first (hcsbn): Slurm's count holds
+# inside the node too (MPPR 1:c): four tasks on four cores, one thread each, where the map alone
+# puts two tasks on each core.
+out=$(run -N1 -w n1 -n4 --ntasks-per-core=1 --lama-map=hcsbn --lama-bind=1h bash -c "$report" 2>&1)
+cores=$(awk '$1 == "at" {print $3}' <<<"$out" | while read -r c; do core_of "$c"; done | sort -u | wc -l)
+if [ "$(grep -c '^at ' <<<"$out")" = 4 ] && [ "$cores" = 4 ] && ! grep -q 'lama:' <<<"$out"; then
+  ok "--ntasks-per-core=1 beside --lama-map=hcsbn: one task per core ($(at "$out"))"
+else not_ok "--ntasks-per-core=1 beside --lama-map=hcsbn ($cores cores)" "$out"; fi
+out=$(run -N1 -w n1 -n4 --ntasks-per-core=2 --lama-map=hcsbn --lama-bind=1h bash -c "$report" 2>&1)
+cores=$(awk '$1 == "at" {print $3}' <<<"$out" | while read -r c; do core_of "$c"; done | sort -u | wc -l)
+if [ "$(grep -c '^at ' <<<"$out")" = 4 ] && [ "$cores" = 2 ]; then ok "--ntasks-per-core=2 beside --lama-map=hcsbn: two tasks per core ($(at "$out"))"
+else not_ok "--ntasks-per-core=2 beside --lama-map=hcsbn ($cores cores)" "$out"; fi
+# --ntasks-per-socket=1 -n2 without -c: Slurm itself gives the step one core of one socket, so
+# the limit cannot hold there: the tasks run, placed without it, said once.
+out=$(run -N1 -w n1 -n2 --ntasks-per-socket=1 --lama-map=hcsbn --lama-bind=1h bash -c "$report" 2>&1)
+if [ "$(at "$out")" = "0 0 1 1" ] && [ "$(grep -c "lama: warning: Slurm's --ntasks-per-core/--ntasks-per-socket (MPPR 1:s) cannot hold" <<<"$out")" = 1 ]; then
+  ok "--ntasks-per-socket=1 on a step Slurm gave one core: placed without the limit, said once"
+else not_ok "--ntasks-per-socket=1 on one core" "$out"; fi
+out=$(run -N1 -w n1 -n2 --ntasks-per-socket=1 -c2 --lama-map=hcsbn --lama-bind=1h bash -c "$report" 2>&1)
+if [ "$(at "$out")" = "0 0 1 80" ]; then ok "--ntasks-per-socket=1 -c2 beside --lama-map=hcsbn: one task per socket (0 on 0, 1 on 80)"
+else not_ok "--ntasks-per-socket=1 -c2 beside --lama-map=hcsbn" "$out"; fi
+# -B 2:2:1 (and --hint=nomultithread, tested in configs.sh): one thread per core, the first.
+out=$(run -N1 -w n1 -n4 -B 2:2:1 --lama-map=csbnh --lama-bind=1c bash -c "$report" 2>&1)
+if [ "$(at "$out")" = "0 0 1 8 2 80 3 88" ]; then ok "-B 2:2:1 beside --lama-map=csbnh --lama-bind=1c: the first thread of two cores per socket (0 8 80 88)"
+else not_ok "-B 2:2:1 beside a lama map" "$out"; fi
+# --hint=compute_bound and memory_bound: Slurm counts one thread per core and binds whole cores;
+# lama binds whole cores too.
+for h in compute_bound memory_bound; do
+  out=$(run -N1 -w n1 -n2 --hint=$h --lama-map=scbnh --lama-bind=1c bash -c "$report" 2>&1)
+  if [ "$(at "$out")" = "0 0-1 1 80-81" ]; then ok "--hint=$h beside --lama-map=scbnh --lama-bind=1c: whole cores, one per socket (0-1, 80-81)"
+  else not_ok "--hint=$h beside a lama map" "$out"; fi
+done
+# -m's socket and core parts order Slurm's own binding; lama's map replaces them: every one
+# binds as csbnh does, cores of socket 0 in order.
+for m in block:block block:cyclic block:fcyclic cyclic:cyclic:block block:block:cyclic; do
+  out=$(run -N1 -w n1 -n4 -c2 -m $m --lama-map=csbnh --lama-bind=1c bash -c "$report" 2>&1)
+  if [ "$(at "$out")" = "0 0-1 1 8-9 2 16-17 3 24-25" ] && ! grep -q 'lama:' <<<"$out"; then ok "-m $m beside --lama-map=csbnh: lama's order (0-1 8-9 16-17 24-25), no message"
+  else not_ok "-m $m beside a lama map" "$out"; fi
+done
+# --multi-prog: a program per task, each placed as usual.
+echo 'echo "at $1 $LAMA_CPUS"' > "$work/at.sh"
+printf '0 bash %s %%t\n1-3 sh %s %%t\n' "$work/at.sh" "$work/at.sh" > "$work/multi.conf"
+out=$(run -N1 -w n1 -n4 -c2 --multi-prog --lama-map=csbnh --lama-bind=1c "$work/multi.conf" 2>&1)
+if [ "$(at "$out")" = "0 0-1 1 8-9 2 16-17 3 24-25" ]; then ok "--multi-prog beside --lama-map=csbnh: every task placed as without it"
+else not_ok "--multi-prog beside a lama map" "$out" "$(cat "$work/multi.conf")"; fi
+# A job array: every element's step placed on its own job's CPUs.
+timeout 120 sbatch -W -N1 -w n1 -n2 -c2 --array=0-1 -o "$work/array-%a.out" \
+  --wrap "srun --lama-map=csbnh --lama-bind=1c bash -c '$report'" >/dev/null 2>&1
+bad=""
+for a in 0 1; do
+  got=$(at "$(cat "$work/array-$a.out" 2>&1)")
+  [[ $got =~ ^0\ [0-9]+-[0-9]+\ 1\ [0-9]+-[0-9]+$ ]] || bad+="element $a: '$got'; "
+done
+if [ -z "$bad" ]; then ok "job array --array=0-1: each element's srun placed, one core per task ($(at "$(cat "$work/array-0.out")") and $(at "$(cat "$work/array-1.out")"))"
+else not_ok "job array" "$bad" "$(cat "$work"/array-*.out)"; fi
+# --gres-flags=enforce-binding: with socket 0's cores held by another job, Slurm gives the step
+# a core of socket 1 and only a GPU of socket 1 (Cores=4-7); lama's nearest GPU is that one.
+hog=$(sbatch --parsable -N1 -w n1 -n1 -c8 -o /dev/null --wrap 'sleep 300')
+for _ in $(seq 100); do [ "$(squeue -h -j "$hog" -o %T)" = RUNNING ] && break; sleep 0.2; done
+gpu='echo "at $SLURM_PROCID $LAMA_CPUS $LAMA_GPUS"'
+out=$(run -N1 -w n1 -n1 -c2 --gres=gpu:1 --gres-flags=enforce-binding --lama-gpus=1 --lama-map=csbnh --lama-bind=1c bash -c "$gpu" 2>&1)
+if [[ $(awk '$1 == "at" {print $3, $4}' <<<"$out") =~ ^(8[0-9]|9[0-9]|10[0-9])(-[0-9]+)?\ cuda[23]$ ]]; then
+  ok "--gres-flags=enforce-binding beside --lama-gpus=1: a core of socket 1 and its own socket's GPU ($(awk '$1 == "at" {print $3, $4}' <<<"$out"))"
+else not_ok "--gres-flags=enforce-binding beside --lama-gpus=1" "$out" "$(squeue)"; fi
+scancel "$hog"

@@ -148,15 +148,23 @@ done
 # threads) go two to each task, both hardware threads (hwloc-calc's PUs of those cores); a plain
 # step of the same job keeps the job's one thread per core. Marker variable gone from the tasks.
 cores_pus() { hwloc-calc -i "$x1" --physical-output --intersect pu "core:$1" | tr , '\n' | sort -n | paste -sd, -; }
-out=$(timeout 120 salloc -N1 -w n1 -n2 -c4 --hint=nomultithread bash -c "
+steps="
   srun -n2 -c4 --hint=multithread --lama-map=csbnh --lama-bind=2c bash -c 'echo multi \$SLURM_PROCID \$LAMA_CPUS \${LAMA_STEP_THREADS:-gone}'
-  srun -n2 -c4 --lama-map=csbnh --lama-bind=2c bash -c 'echo plain \$SLURM_PROCID \$LAMA_CPUS'" 2>"$work/err")
-got=""
-while read -r _ t cpus marker; do got+="$t $(expand "$cpus") $marker"$'\n'; done < <(grep '^multi ' <<<"$out" | sort -k2n)
-while read -r _ t cpus; do got+="plain $t $(expand "$cpus")"$'\n'; done < <(grep '^plain ' <<<"$out" | sort -k2n)
-want="0 $(cores_pus 0-1) gone"$'\n'"1 $(cores_pus 2-3) gone"$'\n'"plain 0 $(cores_pus 0-1.pu:0)"$'\n'"plain 1 $(cores_pus 2-3.pu:0)"$'\n'
-if [ "$got" = "$want" ]; then ok "salloc --hint=nomultithread, srun --hint=multithread: both hardware threads of each core (the job's stale SLURM_THREADS_PER_CORE ignored); a plain step keeps one"
-else not_ok "srun --hint=multithread inside a --hint=nomultithread job" "got:" "$got" "want:" "$want" "$out" "$(cat "$work/err")"; fi
+  srun -n2 -c4 --lama-map=csbnh --lama-bind=2c bash -c 'echo plain \$SLURM_PROCID \$LAMA_CPUS'"
+for how in salloc sbatch; do
+  if [ $how = salloc ]; then
+    out=$(timeout 120 salloc -N1 -w n1 -n2 -c4 --hint=nomultithread bash -c "$steps" 2>"$work/err")
+  else
+    timeout 120 sbatch -W -N1 -w n1 -n2 -c4 --hint=nomultithread -o "$work/hint.out" --wrap "$steps" >/dev/null 2>"$work/err"
+    out=$(cat "$work/hint.out")
+  fi
+  got=""
+  while read -r _ t cpus marker; do got+="$t $(expand "$cpus") $marker"$'\n'; done < <(grep '^multi ' <<<"$out" | sort -k2n)
+  while read -r _ t cpus; do got+="plain $t $(expand "$cpus")"$'\n'; done < <(grep '^plain ' <<<"$out" | sort -k2n)
+  want="0 $(cores_pus 0-1) gone"$'\n'"1 $(cores_pus 2-3) gone"$'\n'"plain 0 $(cores_pus 0-1.pu:0)"$'\n'"plain 1 $(cores_pus 2-3.pu:0)"$'\n'
+  if [ "$got" = "$want" ]; then ok "$how --hint=nomultithread, srun --hint=multithread: both hardware threads of each core (the job's stale SLURM_THREADS_PER_CORE ignored); a plain step keeps one"
+  else not_ok "srun --hint=multithread inside a $how --hint=nomultithread job" "got:" "$got" "want:" "$want" "$out" "$(cat "$work/err")"; fi
+done
 # -c decides the step's CPUs (4 tasks x 8 = the node), --lama-bind each task's width (2 cores).
 got=$(run -N1 -n4 -c8 --lama-map=scbnh --lama-bind=2c bash "$work/task.sh" 2>"$work/err" | awk '{print $1, $2, $5}' | sort -n)
 want=$(plan_lines --topology "$x1" --map scbnh --bind 2c --np 4)
@@ -271,6 +279,23 @@ want="0 $(entry 0),$(entry 1),$(entry 2),$(entry 3) $hw cuda0,cuda1 $open
 if [ "$hw" = "0,1,2,3" ] && [ "$got" = "$want" ]; then
   ok "GRES without ConstrainDevices, --lama-gpu-visibility=all: each task sees all 4 GPUs, its own 2 first"
 else not_ok "GRES without ConstrainDevices, visibility all" "Slurm alone:" "$slurm" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+# A stale GPU binding from the job: salloc --gpu-bind=closest exports SLURM_GPU_BIND=closest,
+# which srun reads as its option unless its own command line says otherwise. srun's own
+# --gpu-bind=none is the step's, so srun does not refuse --lama-gpus on the job's value (it did).
+# 26.05 then names the step's GPUs and each task gets one; 22.05's --gpu-bind=none names none,
+# which the node says.
+out=$(timeout 120 salloc -N1 -w n1 -n2 --gres=gpu:2 --gpu-bind=closest srun --gpu-bind=none --lama-gpus=1 --lama-map=scbnh --lama-bind=1c bash -c 'echo "gpu $SLURM_PROCID ${LAMA_GPUS:-none}"' 2>&1)
+if ! grep -q 'srun: error: lama: --lama-gpus' <<<"$out" &&
+  { [ "$(grep -c '^gpu [01] cuda[0-3]$' <<<"$out")" = 2 ] || grep -q 'lama: error: task 0 on n1: Slurm gave the step 2 GPU(s) on this node but did not say which' <<<"$out"; }; then
+  ok "salloc --gpu-bind=closest, srun --gpu-bind=none --lama-gpus=1: the step's own binding wins over the job's SLURM_GPU_BIND"
+else not_ok "salloc --gpu-bind=closest, srun --gpu-bind=none --lama-gpus=1" "$out"; fi
+timeout 120 sbatch -W -N1 -w n1 -n2 --gres=gpu:2 --gpu-bind=closest -o "$work/gpubind.out" \
+  --wrap "srun --gpu-bind=none --lama-gpus=1 --lama-map=scbnh --lama-bind=1c bash -c 'echo \"gpu \$SLURM_PROCID \${LAMA_GPUS:-none}\"'" >/dev/null 2>&1
+out=$(cat "$work/gpubind.out")
+if ! grep -q 'srun: error: lama: --lama-gpus' <<<"$out" &&
+  { [ "$(grep -c '^gpu [01] cuda[0-3]$' <<<"$out")" = 2 ] || grep -q 'lama: error: task 0 on n1: Slurm gave the step 2 GPU(s) on this node but did not say which' <<<"$out"; }; then
+  ok "sbatch --gpu-bind=closest, srun --gpu-bind=none --lama-gpus=1: the step's own binding wins over the job's SLURM_GPU_BIND"
+else not_ok "sbatch --gpu-bind=closest, srun --gpu-bind=none --lama-gpus=1" "$out"; fi
 
 if [ -n "$other" ]; then
   echo "# Slurm $release: a plugin built for another release"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Faults injected into the lama plugin on the real sandbox cluster: the topology cache missing,
 # damaged, another host's, a FIFO, or rewritten while steps start; topology=FILE corrupt or a
-# FIFO; SLURM_* and lama variables set by the user; sched_setaffinity refused and
-# sched_getaffinity shrunk (a preloaded shim, tests/faults/refuse_affinity.c); Slurm's items
+# FIFO; SLURM_* and lama variables set by the user; sched_setaffinity refused,
+# sched_getaffinity shrunk and CPUs offline (a preloaded shim, tests/faults/refuse_affinity.c); Slurm's items
 # unreadable or malformed (tests/faults/fail_item.c); a panic in the plugin, caught by its own
 # unwinder (tests/faults/fail_clock.c); SLURM_HOSTFILE swapped for a FIFO, a
 # directory or a huge file after srun has read it. For each: the step runs as documented (docs/admin-guide.md
@@ -127,30 +127,38 @@ if [ "$got" = "0 0 0" ]; then ok "--export=NONE: the step is still placed from S
 else not_ok "--export=NONE step" "$got" "$(cat "$work/err")"; fi
 survived "after the user-set variables"
 
-echo "# sched_setaffinity refused, sched_getaffinity shrunk (preloaded shim)"
+echo "# sched_setaffinity refused, sched_getaffinity shrunk, CPUs offline (preloaded shim)"
 shim=$(build_shim refuse_affinity)
 flag=$work/refuse
 show=$work/show
-cluster LAMA_SANDBOX_SLURMD_ENV="LD_PRELOAD=$shim LAMA_FAULT_REFUSE_AFFINITY=$flag LAMA_FAULT_SHOW_CPUS=$show"
+online=$work/online
+cluster LAMA_SANDBOX_SLURMD_ENV="LD_PRELOAD=$shim LAMA_FAULT_REFUSE_AFFINITY=$flag LAMA_FAULT_SHOW_CPUS=$show LAMA_FAULT_ONLINE=$online"
 touch "$flag"
 refused "sched_setaffinity refused" "cannot bind task 0 on n1 to cpus 0: Operation not permitted" -N1 -n1 --lama-map=csbnh --lama-bind=1c
 out=$(run -N1 -n1 bash -c 'echo "ran $TASK_MAP"' 2>&1)
 if grep -q '^ran {' <<<"$out"; then ok "sched_setaffinity refused: a step without placement runs (lama binds nothing there)"
 else not_ok "step without placement under refused affinity" "$out"; fi
 rm -f "$flag"
-# Part of the node gone (offline, or a cpuset without it): slurmstepd may use only the last CPU.
-# lama places inside what both Slurm and the kernel allow, never outside: a step given every core
-# binds to the last CPU (the first core is the normal choice); a step given only core 0, or a node
-# with no usable CPU at all, fails before its task starts, saying which CPUs are missing.
 last=$(( $(nproc) - 1 ))
+# slurmstepd's own affinity shrunk to the last CPU, as when slurmd pins itself to its specialized
+# cores (CoreSpecCount without cgroup confinement) and its slurmstepds inherit that: the CPUs lama
+# may use are Slurm's cores for the step within the cgroup's cpuset, never that affinity (issue
+# 48, case 5), so every step binds as planned, core 0 included.
 echo "$last" > "$show"
-got=$(run -N1 -w n1 -n1 -c "$(nproc)" --lama-map=csbnh --lama-bind=1c bash -c 'awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status' 2>"$work/err")
-if [ "$last" -gt 0 ] && [ "$got" = "$last" ]; then ok "only CPU $last usable, step given every core: the task is bound to CPU $last"
-else not_ok "only CPU $last usable (needs 2 CPUs or more)" "got: $got" "$(cat "$work/err")"; fi
-refused "only CPU $last usable, step given core 0" "none of the CPUs Slurm gave this step (0) may be used here: this slurmstepd may use only CPUs '$last'" -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c
-: > "$show"
-refused "no CPU usable" "this slurmstepd may use only CPUs ''" -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c
+binds_as_planned "slurmstepd's inherited affinity only CPU $last"
 rm -f "$show"
+# Part of the node offline: only the last CPU online. lama places inside what both Slurm and the
+# kernel allow, never outside: a step given every core binds to the last CPU (the first core is
+# the normal choice); a step given only core 0, or a node with no CPU online, fails before its
+# task starts, saying which CPUs are missing.
+echo "$last" > "$online"
+got=$(run -N1 -w n1 -n1 -c "$(nproc)" --lama-map=csbnh --lama-bind=1c bash -c 'awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status' 2>"$work/err")
+if [ "$last" -gt 0 ] && [ "$got" = "$last" ]; then ok "only CPU $last online, step given every core: the task is bound to CPU $last"
+else not_ok "only CPU $last online (needs 2 CPUs or more)" "got: $got" "$(cat "$work/err")"; fi
+refused "only CPU $last online, step given core 0" "none of the CPUs Slurm gave this step (0) may be used here: this slurmstepd may use only CPUs '$last'" -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c
+: > "$online"
+refused "no CPU online" "this slurmstepd may use only CPUs ''" -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c
+rm -f "$online"
 binds_as_planned "affinity allowed again"
 survived "after sched_setaffinity refusals"
 

@@ -152,6 +152,26 @@ pub fn threads_per_core_dropped<S: AsRef<str>>(options: &[S]) -> bool {
     hint.is_some_and(|h| !h.split(',').any(|t| t == "nomultithread"))
 }
 
+/// The value a command line (`options`: srun's own, before the program) gives option `name`
+/// (`--gpu-bind=closest` or `--gpu-bind closest`; the last one wins). srun takes its options
+/// from variables too (`SLURM_GPU_BIND`, which salloc and sbatch export for the whole job), but
+/// its own command line beats them: a step's `--gpu-bind=none` inside `salloc --gpu-bind=closest`
+/// binds no GPU, while the job's variable still says `closest`.
+pub fn own_option<S: AsRef<str>>(options: &[S], name: &str) -> Option<String> {
+    let mut found = None;
+    let mut words = options.iter().map(AsRef::as_ref);
+    while let Some(w) = words.next() {
+        if let Some(v) = w.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+            found = Some(v.to_string());
+        } else if w == name {
+            found = words.next().map(str::to_string);
+        } else if w == "--" {
+            break;
+        }
+    }
+    found
+}
+
 /// Slurm's `--ntasks-per-core` and `--ntasks-per-socket` (the step's `SLURM_NTASKS_PER_CORE`
 /// and `SLURM_NTASKS_PER_SOCKET`) as MPPR limits on a lama map, `N:c` and `N:s` beside the
 /// user's own: Slurm gave the step cores for that many tasks per core or socket, and the limit
@@ -223,6 +243,24 @@ mod tests {
         assert!(!dropped(&["--hint=multithread", "-B", "2:4:1"]));
         assert!(!dropped(&["--hint=multithread", "--cpu-bind=cores"]));
         assert!(!dropped(&["--hint=multithread", "--ntasks-per-core=1"]));
+    }
+
+    #[test]
+    fn srun_options_from_its_own_command_line() {
+        let o = [
+            "-n2",
+            "--gpu-bind=none",
+            "--tres-bind",
+            "gres/gpu:closest",
+            "--gpu-bind=map_gpu:1",
+        ];
+        assert_eq!(own_option(&o, "--gpu-bind").as_deref(), Some("map_gpu:1"));
+        assert_eq!(
+            own_option(&o, "--tres-bind").as_deref(),
+            Some("gres/gpu:closest")
+        );
+        assert_eq!(own_option(&o, "--gpus-per-task"), None);
+        assert_eq!(own_option(&["--", "--gpu-bind=none"], "--gpu-bind"), None);
     }
 
     #[test]

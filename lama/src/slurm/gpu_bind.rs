@@ -6,11 +6,15 @@
 //! the same moves, and no two end up on the same CPUs.
 
 /// Whether the step's `SLURMD_TRES_BIND` binds GPUs task by task (any `gres/gpu:` binding but
-/// `none`).
+/// `none`; Slurm writes `gres/gpu:closest`, or `gpu:closest`, parts joined by `+` or `;`).
 pub fn binds_gpus_per_task(tres_bind: Option<&str>) -> bool {
     tres_bind.is_some_and(|b| {
-        b.split(';')
-            .filter_map(|part| part.trim().strip_prefix("gres/gpu:"))
+        b.split(['+', ';'])
+            .filter_map(|part| {
+                let part = part.trim();
+                part.strip_prefix("gres/gpu:")
+                    .or_else(|| part.strip_prefix("gpu:"))
+            })
             .any(|mode| {
                 let mode = mode.strip_prefix("verbose,").unwrap_or(mode);
                 !mode.is_empty() && !mode.starts_with("none")
@@ -88,6 +92,10 @@ mod tests {
         assert!(binds_gpus_per_task(Some("gres/gpu:closest")));
         assert!(binds_gpus_per_task(Some("gres/gpu:verbose,map_gpu:3,2")));
         assert!(binds_gpus_per_task(Some("gres/gpu:single:1")));
+        assert!(binds_gpus_per_task(Some("gpu:closest")));
+        assert!(binds_gpus_per_task(Some(
+            "gres/nic:closest+gres/gpu:closest"
+        )));
         assert!(!binds_gpus_per_task(Some("gres/gpu:none")));
         assert!(!binds_gpus_per_task(Some("gres/nic:closest")));
         assert!(!binds_gpus_per_task(None));
