@@ -62,32 +62,21 @@ static const char *redirected(const char *path)
 	return path;
 }
 
-int open64(const char *path, int flags, ...)
-{
-	static int (*real)(const char *, int, ...);
-	mode_t mode = 0;
-	va_list ap;
+/* open64 and open (Rust's std calls the first, C code either): both redirected alike. */
+#define OPEN_SHIM(name)                                                          \
+	int name(const char *path, int flags, ...)                               \
+	{                                                                        \
+		static int (*real)(const char *, int, ...);                     \
+		mode_t mode = 0;                                                 \
+		va_list ap;                                                      \
+		va_start(ap, flags);                                             \
+		if (flags & (O_CREAT | O_TMPFILE))                               \
+			mode = va_arg(ap, mode_t);                               \
+		va_end(ap);                                                      \
+		if (!real)                                                       \
+			real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, #name); \
+		return real ? real(redirected(path), flags, mode) : (errno = ENOSYS, -1); \
+	}
 
-	va_start(ap, flags);
-	if (flags & (O_CREAT | O_TMPFILE))
-		mode = va_arg(ap, mode_t);
-	va_end(ap);
-	if (!real)
-		real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open64");
-	return real ? real(redirected(path), flags, mode) : (errno = ENOSYS, -1);
-}
-
-int open(const char *path, int flags, ...)
-{
-	static int (*real)(const char *, int, ...);
-	mode_t mode = 0;
-	va_list ap;
-
-	va_start(ap, flags);
-	if (flags & (O_CREAT | O_TMPFILE))
-		mode = va_arg(ap, mode_t);
-	va_end(ap);
-	if (!real)
-		real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
-	return real ? real(redirected(path), flags, mode) : (errno = ENOSYS, -1);
-}
+OPEN_SHIM(open64)
+OPEN_SHIM(open)
