@@ -102,6 +102,19 @@ pub fn domains(node: &NodeTopology) -> Vec<Vec<Vec<u32>>> {
         .collect()
 }
 
+/// The CPUs of each of [`domains`], ascending: what a task's CPUs are matched against to find
+/// its domain.
+pub fn domain_cpus(node: &NodeTopology) -> Vec<Vec<u32>> {
+    domains(node)
+        .into_iter()
+        .map(|d| {
+            let mut cpus: Vec<u32> = d.into_iter().flatten().collect();
+            cpus.sort_unstable();
+            cpus
+        })
+        .collect()
+}
+
 /// `total` shared out in proportion to `weights`, largest remainders first (ties to the first);
 /// no share above its `caps` entry, the excess going on to the others the same way.
 pub fn shares(total: usize, weights: &[u64], caps: &[usize]) -> Vec<usize> {

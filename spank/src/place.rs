@@ -132,16 +132,7 @@ impl Lama {
                 .iter()
                 .any(|k| get(k).is_some())
         {
-            st.gpu_domains = Some(
-                lama::policy::domains(&topo)
-                    .into_iter()
-                    .map(|d| {
-                        let mut c: Vec<u32> = d.into_iter().flatten().collect();
-                        c.sort_unstable();
-                        c
-                    })
-                    .collect(),
-            );
+            st.gpu_domains = Some(lama::policy::domain_cpus(&topo));
         }
         if let Some(loc) = loc {
             let weights = self.weights(&loc)?;

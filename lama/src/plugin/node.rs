@@ -175,14 +175,7 @@ pub fn place_auto(
             _ => None,
         })
         .collect();
-    let domain_cpus = crate::policy::domains(topo)
-        .into_iter()
-        .map(|d| {
-            let mut cpus: Vec<u32> = d.into_iter().flatten().collect();
-            cpus.sort_unstable();
-            cpus
-        })
-        .collect();
+    let domain_cpus = crate::policy::domain_cpus(topo);
     let (tasks, gpus) = sorted
         .iter()
         .zip(placed)
