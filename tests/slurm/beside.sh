@@ -69,6 +69,17 @@ if grep -q '^prefer:0 heap' <<<"$out"; then ok "--mem-bind=prefer,local beside a
 else not_ok "--mem-bind=prefer,local beside a lama map" "$out"; fi
 refused "--mem-bind=prefer,local beside --lama-mem=local" "--mem-bind=prefer and --lama-mem=local ask for different memory policies" \
   -N1 -n1 --mem-bind=prefer,local --lama-map=csbnh --lama-mem=local
+out=$(run -N1 -n1 --mem-bind=rank --lama-map=csbnh bash -c 'echo "mems ${LAMA_MEMS:-none}"; grep -m1 -o "[a-z]*:[0-9]* heap" /proc/self/numa_maps' 2>&1)
+if grep -q '^mems 0$' <<<"$out" && grep -q '^bind:0 heap' <<<"$out"; then ok "--mem-bind=rank beside a lama map: followed as local, the task's memory on its CPUs' NUMA node"
+else not_ok "--mem-bind=rank beside a lama map" "$out"; fi
+# --mem-bind=none and verbose bind no memory: the task is placed, its memory left alone, and lama
+# says nothing.
+for m in none verbose; do
+  out=$(run -N1 -n1 --mem-bind=$m --lama-map=csbnh --lama-bind=1c bash -c "$where; echo \"mems \${LAMA_MEMS:-none}\"; grep -c 'bind:' /proc/self/numa_maps" 2>&1)
+  if grep -q '^at 0 0 0' <<<"$out" && grep -q '^mems none$' <<<"$out" && grep -qx 0 <<<"$out" && ! grep -q 'lama:' <<<"$out"; then
+    ok "--mem-bind=$m beside a lama map: the task placed on CPU 0, no memory binding, no message"
+  else not_ok "--mem-bind=$m beside a lama map" "$out"; fi
+done
 
 # Under the site's default placement the user's explicit Slurm binding wins: the step runs as
 # Slurm binds it, with TASK_MAP, and srun says so once.
@@ -222,3 +233,27 @@ if [[ $(awk '$1 == "at" {print $3, $4}' <<<"$out") =~ ^(8[0-9]|9[0-9]|10[0-9])(-
   ok "--gres-flags=enforce-binding beside --lama-gpus=1: a core of socket 1 and its own socket's GPU ($(awk '$1 == "at" {print $3, $4}' <<<"$out"))"
 else not_ok "--gres-flags=enforce-binding beside --lama-gpus=1" "$out" "$(squeue)"; fi
 scancel "$hog"
+# The step's GPUs however Slurm counts them (per node, per job, with CPUs per GPU): --lama-gpus
+# chooses among them, one each, never one the step was not given.
+for_gpus() { # name srun-args...
+  local name=$1 out bad="" t g step
+  shift
+  out=$(run -N1 -w n1 -n2 "$@" --lama-map=scbnh --lama-bind=1c --lama-gpus=1 bash -c 'echo "g $SLURM_PROCID ${LAMA_GPUS:-none} ${SLURM_STEP_GPUS:-${SLURM_JOB_GPUS:-none}}"' 2>&1)
+  while read -r _ t g step; do
+    [[ ,$step, == *,${g#cuda},* ]] || bad+="task $t got $g, the step has GPUs $step; "
+  done < <(grep '^g ' <<<"$out")
+  if [ "$(grep -c '^g ' <<<"$out")" = 2 ] && [ -z "$bad" ] && [ "$(awk '$1 == "g" {print $3}' <<<"$out" | sort -u | wc -l)" = 2 ]; then
+    ok "$name with --lama-gpus=1: each task one of the step's GPUs, none shared ($(awk '$1 == "g" {print $3}' <<<"$out" | paste -sd' '))"
+  else not_ok "$name with --lama-gpus=1" "$bad" "$out"; fi
+}
+for_gpus "--gpus-per-node=2" --gpus-per-node=2
+for_gpus "--gpus=2" --gpus=2
+for_gpus "--gpus=2 --cpus-per-gpu=2" --gpus=2 --cpus-per-gpu=2
+# Slurm's GPU binding task by task in its other spellings: refused beside --lama-gpus, in srun.
+# (--tres-bind came with Slurm 23.11: 22.05's srun does not know it.)
+if srun --help 2>&1 | grep -q -- --tres-bind; then
+  refused "--tres-bind=gres/gpu:closest beside --lama-gpus" "Slurm binds GPUs task by task" \
+    -N1 -w n1 -n2 --gres=gpu:2 --tres-bind=gres/gpu:closest --lama-gpus=1
+else ok "--tres-bind beside --lama-gpus: Slurm $release has no --tres-bind (it came with 23.11), nothing to test"; fi
+refused "--gpu-bind=mask_gpu:0x1,0x2 beside --lama-gpus" "Slurm binds GPUs task by task" \
+  -N1 -w n1 -n2 --gres=gpu:2 --gpu-bind=mask_gpu:0x1,0x2 --lama-gpus=1
