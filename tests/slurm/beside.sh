@@ -17,7 +17,7 @@ where='echo "at $SLURM_PROCID ${LAMA_CPUS:-unplaced} $(awk "/^Cpus_allowed_list/
 # An explicit Slurm binding beside a placement the user asked of lama: refused in srun, once,
 # naming both options, before any task starts (srun's own option, and the variable sbatch and
 # salloc export for it).
-for slurm_opt in --cpu-bind=none --cpu-bind=map_cpu:0 --cpu-bind=mask_cpu:0x1 --cpu-bind=rank_ldom \
+for slurm_opt in --cpu-bind=none --cpu-bind=rank --cpu-bind=map_cpu:0 --cpu-bind=mask_cpu:0x1 --cpu-bind=rank_ldom \
   --cpu-bind=map_ldom:0 --cpu-bind=mask_ldom:0x1 --mem-bind=map_mem:0 --mem-bind=mask_mem:0x1; do
   name=${slurm_opt%%:*}
   for lama_opt in --lama-map=csbnh --lama-policy=auto --lama-mem=local; do
