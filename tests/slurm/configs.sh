@@ -286,14 +286,14 @@ else not_ok "GRES without ConstrainDevices, visibility all" "Slurm alone:" "$slu
 # which the node says.
 out=$(timeout 120 salloc -N1 -w n1 -n2 --gres=gpu:2 --gpu-bind=closest srun --gpu-bind=none --lama-gpus=1 --lama-map=scbnh --lama-bind=1c bash -c 'echo "gpu $SLURM_PROCID ${LAMA_GPUS:-none}"' 2>&1)
 if ! grep -q 'srun: error: lama: --lama-gpus' <<<"$out" &&
-  { [ "$(grep -c '^gpu [01] cuda[0-3]$' <<<"$out")" = 2 ] || grep -q 'lama: error: task 0 on n1: Slurm gave the step 2 GPU(s) on this node but did not say which' <<<"$out"; }; then
+  { [ "$(grep -c '^gpu [01] cuda[0-3]$' <<<"$out")" = 2 ] || grep -q 'lama: error: task [01] on n1: Slurm gave the step 2 GPU(s) on this node but did not say which' <<<"$out"; }; then
   ok "salloc --gpu-bind=closest, srun --gpu-bind=none --lama-gpus=1: the step's own binding wins over the job's SLURM_GPU_BIND"
 else not_ok "salloc --gpu-bind=closest, srun --gpu-bind=none --lama-gpus=1" "$out"; fi
 timeout 120 sbatch -W -N1 -w n1 -n2 --gres=gpu:2 --gpu-bind=closest -o "$work/gpubind.out" \
   --wrap "srun --gpu-bind=none --lama-gpus=1 --lama-map=scbnh --lama-bind=1c bash -c 'echo \"gpu \$SLURM_PROCID \${LAMA_GPUS:-none}\"'" >/dev/null 2>&1
 out=$(cat "$work/gpubind.out")
 if ! grep -q 'srun: error: lama: --lama-gpus' <<<"$out" &&
-  { [ "$(grep -c '^gpu [01] cuda[0-3]$' <<<"$out")" = 2 ] || grep -q 'lama: error: task 0 on n1: Slurm gave the step 2 GPU(s) on this node but did not say which' <<<"$out"; }; then
+  { [ "$(grep -c '^gpu [01] cuda[0-3]$' <<<"$out")" = 2 ] || grep -q 'lama: error: task [01] on n1: Slurm gave the step 2 GPU(s) on this node but did not say which' <<<"$out"; }; then
   ok "sbatch --gpu-bind=closest, srun --gpu-bind=none --lama-gpus=1: the step's own binding wins over the job's SLURM_GPU_BIND"
 else not_ok "sbatch --gpu-bind=closest, srun --gpu-bind=none --lama-gpus=1" "$out"; fi
 
