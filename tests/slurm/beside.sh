@@ -25,6 +25,10 @@ for slurm_opt in --cpu-bind=none --cpu-bind=rank --cpu-bind=map_cpu:0 --cpu-bind
     if [ $rc -ne 0 ] && [ "$(grep -c -- "lama: $name and ${lama_opt%=csbnh} cannot be used together" <<<"$out")" = 1 ] &&
       grep -q 'Failure in local plugin stack' <<<"$out" && ! grep -q TASK-RAN <<<"$out"; then
       ok "$slurm_opt beside $lama_opt: refused once in srun before launch, naming both"
+    # Slurm 26.05 drops --cpu-bind=rank itself (obsolete), so the step is lama's, without a word.
+    elif [ "$slurm_opt" = --cpu-bind=rank ] && grep -q 'Ignoring --cpu-bind=rank' <<<"$out" &&
+      [ $rc -eq 0 ] && grep -q TASK-RAN <<<"$out" && ! grep -q 'lama:' <<<"$out"; then
+      ok "$slurm_opt beside $lama_opt: Slurm $release ignores it as obsolete, so lama places the step"
     else not_ok "$slurm_opt beside $lama_opt (rc $rc)" "$out"; fi
   done
 done
