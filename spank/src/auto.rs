@@ -82,10 +82,8 @@ impl Lama {
         st.lap("placement");
         st.policy = st.verbose.then(|| placed.summary.clone());
         if !gpus.is_empty() {
-            st.follow = Some(crate::Follow {
-                slot_domains: placed.domains,
-                domain_cpus: placed.domain_cpus,
-            });
+            st.gpu_domains = Some(placed.domain_cpus);
+            st.slot_domains = Some(placed.domains);
         }
         st.tasks = placed.tasks;
         st.omp = auto_threads(&topo, &st.tasks, threads.as_ref())

@@ -186,21 +186,13 @@ struct Step {
     numa: Option<Vec<lama::locality::Numa>>,
     /// What the automatic policy chose on this node, for `--lama-verbose`.
     policy: Option<String>,
-    /// The policy's task slots and the node's domains, when the step has GPUs: where Slurm
-    /// binds GPUs task by task, each task takes a slot in its GPUs' domain (`task.rs`).
-    follow: Option<Follow>,
-    /// The node's domains (their CPUs), for a map step with GPUs and no `--lama-gpus`: each task
-    /// says when lama placed it away from the domain Slurm's GPU binding chose (`task.rs`).
+    /// The node's domains (their CPUs), in a step with GPUs that lama does not choose, for each
+    /// task to follow the GPUs Slurm binds task by task (`task.rs`, `lama::slurm::gpu_bind`).
     gpu_domains: Option<Vec<Vec<u32>>>,
-}
-
-/// What each task of a policy step with GPUs needs to follow the GPUs Slurm binds task by task
-/// (`lama::slurm::gpu_bind`).
-struct Follow {
-    /// The domain of each of the policy's task slots (rank order), `None` for one over several.
-    slot_domains: Vec<Option<usize>>,
-    /// The CPUs of each domain within the step.
-    domain_cpus: Vec<Vec<u32>>,
+    /// Under the policy, the domain of each of its task slots (rank order; `None` for one over
+    /// several): each task takes the slot in the domain of its Slurm GPUs. Without it (a map
+    /// step), a task lama placed away from them says so.
+    slot_domains: Option<Vec<Option<usize>>>,
 }
 
 impl Step {
@@ -482,16 +474,16 @@ unsafe impl Plugin for Lama {
             // srun's own --gpu-bind or --tres-bind beats the job's variables.
             if gpus > 0 {
                 let options = own_options(spank, ctx);
-                let own_bind =
-                    ["--gpu-bind", "--tres-bind"].map(|o| lama::slurm::own_option(&options, o));
+                let gpu = lama::slurm::own_option(&options, "--gpu-bind");
+                let tres = lama::slurm::own_option(&options, "--tres-bind");
+                let own = gpu.is_some() || tres.is_some();
                 let get = |k: &str| {
-                    let v = match (k, &own_bind) {
-                        ("SLURM_GPU_BIND", [Some(g), _]) => Some(g.clone()),
-                        ("SLURM_TRES_BIND", [_, Some(t)]) => Some(t.clone()),
-                        ("SLURM_GPU_BIND" | "SLURM_TRES_BIND", [Some(_), _] | [_, Some(_)]) => None,
+                    match k {
+                        "SLURM_GPU_BIND" if own => gpu.clone(),
+                        "SLURM_TRES_BIND" if own => tres.clone(),
                         _ => std::env::var(k).ok(),
-                    };
-                    v.filter(|v| !v.trim().is_empty())
+                    }
+                    .filter(|v| !v.trim().is_empty())
                 };
                 let why = gpus_per_task(get, "SLURM_TRES_BIND")
                     .or_else(|| gpus_per_task(get, "SLURM_GPU_BIND"));

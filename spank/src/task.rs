@@ -21,7 +21,7 @@ use slurm_spank::SpankHandle;
 
 use crate::once::{stop_task, Once};
 use crate::room;
-use crate::{affinity, Follow, Result, Step};
+use crate::{affinity, Result, Step};
 
 /// Runs in each task that does more than export `TASK_MAP`.
 pub fn init(st: &Step, spank: &SpankHandle) -> Result {
@@ -155,11 +155,9 @@ fn place(
     let Ok(i) = st.tasks.binary_search_by_key(&rank, |t| t.rank) else {
         fatal(format!("task {rank} was not placed on node {}", st.host));
     };
-    if let Some(why) = st
-        .gpu_domains
-        .as_ref()
-        .and_then(|d| far_from_gpus(d, &st.tasks[i].cpus, spank))
-    {
+    let domains = st.gpu_domains.as_deref();
+    let far = || far_from_gpus(domains?, &st.tasks[i].cpus, spank);
+    if let Some(why) = st.slot_domains.is_none().then(far).flatten() {
         if claim(Once::FarGpus) {
             say!(
                 "lama: note: {why}; --lama-gpus lets lama choose each task's GPUs beside its CPUs, or a map such as scbnh follows Slurm's order over sockets (said once per node)"
@@ -168,7 +166,8 @@ fn place(
     }
     // Where Slurm binds GPUs task by task, the policy's slots follow them; every task of the
     // node works the same moves out from the same variables.
-    let slots = st.follow.as_ref().and_then(|f| follow_slots(f, st, spank));
+    let slots = (st.slot_domains.as_deref().zip(domains))
+        .and_then(|(slot_domains, domains)| follow_slots(slot_domains, domains, st, spank));
     let slot_of = |j: usize| slots.as_ref().and_then(|s| s.get(j).copied()).unwrap_or(j);
     let slot = slot_of(i);
     let t = &st.tasks[slot];
@@ -280,9 +279,14 @@ fn place(
 /// `SLURM_CPU_BIND_LIST`, the same in every task of the node): each task goes to its Slurm
 /// mask's domain, and so its GPUs' (`lama::slurm::gpu_bind`). `None` where Slurm does not bind
 /// GPUs task by task or its task plugin left no masks (task/affinity absent).
-fn follow_slots(f: &Follow, st: &Step, spank: &SpankHandle) -> Option<Vec<usize>> {
+fn follow_slots(
+    slot_domains: &[Option<usize>],
+    domains: &[Vec<u32>],
+    st: &Step,
+    spank: &SpankHandle,
+) -> Option<Vec<usize>> {
     let masks = gpu_masks(spank)?;
-    if masks.len() != st.local_ranks.len() || f.slot_domains.len() != st.tasks.len() {
+    if masks.len() != st.local_ranks.len() || slot_domains.len() != st.tasks.len() {
         return None;
     }
     let wanted: Vec<Option<usize>> = st
@@ -290,10 +294,10 @@ fn follow_slots(f: &Follow, st: &Step, spank: &SpankHandle) -> Option<Vec<usize>
         .iter()
         .map(|t| {
             let l = st.local_ranks.iter().position(|&r| r == t.rank)?;
-            domain_of(&masks[l], &f.domain_cpus)
+            domain_of(&masks[l], domains)
         })
         .collect();
-    Some(follow_domains(&f.slot_domains, &wanted))
+    Some(follow_domains(slot_domains, &wanted))
 }
 
 /// Where Slurm binds GPUs task by task (`SLURMD_TRES_BIND`), the CPUs its task plugin bound each

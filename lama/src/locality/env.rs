@@ -13,6 +13,15 @@ pub struct AllowedGpus {
     pub entries: Vec<(usize, String)>,
 }
 
+/// The GPU part of a TRES binding (`SLURMD_TRES_BIND`, `SLURM_TRES_BIND`): Slurm writes
+/// `gres/gpu:closest` or `gpu:closest`, parts joined by `+` or `;`.
+pub fn gpu_bind_mode(bind: &str) -> Option<&str> {
+    bind.split(['+', ';']).map(str::trim).find_map(|b| {
+        b.strip_prefix("gres/gpu:")
+            .or_else(|| b.strip_prefix("gpu:"))
+    })
+}
+
 /// Why lama cannot choose among a step's GPUs when Slurm gives or binds them task by task, read
 /// through `get`: `--gpus-per-task` (`SLURM_GPUS_PER_TASK`, or a GPU in `SLURM_TRES_PER_TASK`) or
 /// a GPU binding other than `none` in `bind_var` (`SLURMD_TRES_BIND` in a task; srun reads
@@ -24,14 +33,8 @@ pub fn gpus_per_task(get: impl Fn(&str) -> Option<String>, bind_var: &str) -> Op
         return Some("Slurm gives this step's GPUs task by task (--gpus-per-task or --ntasks-per-gpu), and its variables in each task then do not name the step's GPUs reliably, so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N), or leave GPUs to Slurm (no --lama-gpus)".into());
     }
     let bind = get(bind_var)?;
-    let gpu = bind
-        .split(['+', ';'])
-        .map(str::trim)
-        .find_map(|b| {
-            b.strip_prefix("gres/gpu:")
-                .or_else(|| b.strip_prefix("gpu:"))
-        })
-        .or_else(|| (bind_var == "SLURM_GPU_BIND").then_some(bind.trim()));
+    let gpu =
+        gpu_bind_mode(&bind).or_else(|| (bind_var == "SLURM_GPU_BIND").then_some(bind.trim()));
     let how = gpu.filter(|h| !h.is_empty() && !h.starts_with("none"))?;
     Some(format!(
         "Slurm binds GPUs task by task in this step (gpu:{how}, from --gpu-bind, --gpus-per-task or --ntasks-per-gpu), so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N) without --gpu-bind, or leave GPUs to Slurm (no --lama-gpus)"

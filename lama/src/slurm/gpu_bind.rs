@@ -8,18 +8,10 @@
 /// Whether the step's `SLURMD_TRES_BIND` binds GPUs task by task (any `gres/gpu:` binding but
 /// `none`; Slurm writes `gres/gpu:closest`, or `gpu:closest`, parts joined by `+` or `;`).
 pub fn binds_gpus_per_task(tres_bind: Option<&str>) -> bool {
-    tres_bind.is_some_and(|b| {
-        b.split(['+', ';'])
-            .filter_map(|part| {
-                let part = part.trim();
-                part.strip_prefix("gres/gpu:")
-                    .or_else(|| part.strip_prefix("gpu:"))
-            })
-            .any(|mode| {
-                let mode = mode.strip_prefix("verbose,").unwrap_or(mode);
-                !mode.is_empty() && !mode.starts_with("none")
-            })
-    })
+    tres_bind
+        .and_then(crate::locality::gpu_bind_mode)
+        .map(|mode| mode.strip_prefix("verbose,").unwrap_or(mode))
+        .is_some_and(|mode| !mode.is_empty() && !mode.starts_with("none"))
 }
 
 /// The CPUs (OS indexes, ascending) of each mask of a `SLURM_CPU_BIND_LIST` (`0x3,0xC0`), in

@@ -16,18 +16,7 @@ pub const THREAD_SPEC_VAR: &str = "LAMA_THREAD_SPEC";
 /// `SLURM_THREAD_SPEC`, which Slurm's commands read as the option). `None` when neither asks,
 /// or for a value Slurm itself would refuse (not a number): the command then fails on its own.
 pub fn thread_spec_asked<S: AsRef<str>>(options: &[S], env_value: Option<&str>) -> Option<u32> {
-    let mut asked = None;
-    let mut words = options.iter().map(AsRef::as_ref).peekable();
-    while let Some(w) = words.next() {
-        if let Some(v) = w.strip_prefix("--thread-spec=") {
-            asked = Some(v.to_string());
-        } else if w == "--thread-spec" {
-            asked = words.next().map(str::to_string);
-        } else if w == "--" {
-            break;
-        }
-    }
-    asked
+    super::binding::own_option(options, "--thread-spec")
         .as_deref()
         .or(env_value)
         .and_then(|v| v.trim().parse::<u32>().ok())
