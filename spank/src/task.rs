@@ -15,7 +15,7 @@
 use lama::environ::{fit, ExecSize, Group};
 use lama::idset::format_list;
 use lama::plugin::{placed_in, verbose_extras, OMP_VARIABLES};
-use lama::slurm::gpu_bind::{binds_gpus_per_task, domain_of, follow_domains, mask_list};
+use lama::slurm::gpu_bind::{binds_gpus_by_mask, domain_of, follow_domains, mask_list};
 use lama::slurm::{check_task, cpu_bind_env, cpu_bind_line, cpu_bind_verbose};
 use slurm_spank::SpankHandle;
 
@@ -300,12 +300,12 @@ fn follow_slots(
     Some(follow_domains(slot_domains, &wanted))
 }
 
-/// Where Slurm binds GPUs task by task (`SLURMD_TRES_BIND`), the CPUs its task plugin bound each
-/// local task to (`SLURM_CPU_BIND_LIST`, read before lama rewrites it), by which it chose their
+/// Where Slurm binds GPUs task by task next to its own masks (`SLURMD_TRES_BIND`: `closest`,
+/// `single:N`), the CPUs its task plugin bound each local task to (`SLURM_CPU_BIND_LIST`, read before lama rewrites it), by which it chose their
 /// GPUs.
 fn gpu_masks(spank: &SpankHandle) -> Option<Vec<Vec<u32>>> {
     let get = |k: &str| spank.getenv(k).ok().flatten();
-    if !binds_gpus_per_task(get("SLURMD_TRES_BIND").as_deref()) {
+    if !binds_gpus_by_mask(get("SLURMD_TRES_BIND").as_deref()) {
         return None;
     }
     mask_list(&get("SLURM_CPU_BIND_LIST")?)

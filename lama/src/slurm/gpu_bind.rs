@@ -1,17 +1,19 @@
-//! Slurm's GPU binding task by task (`--gpu-bind`, `--ntasks-per-gpu`, `--tres-bind=gres/gpu:`)
-//! beside the automatic policy: the GPU decides the domain. Slurm binds a task's GPUs next to the
+//! Slurm's GPU binding task by task (`--gpu-bind=closest`, `single:N`, `--ntasks-per-gpu`, the
+//! same through `--tres-bind=gres/gpu:`) beside the automatic policy: the GPU decides the domain. Slurm binds a task's GPUs next to the
 //! CPUs its own task plugin gave the task (`closest`, `single:N`), so the domain of that mask is
 //! the task's GPU domain. Each task sees every local task's mask (`SLURM_CPU_BIND_LIST`, in local
 //! task order) and the step's binding (`SLURMD_TRES_BIND`), so every task of a node works out
 //! the same moves, and no two end up on the same CPUs.
 
-/// Whether the step's `SLURMD_TRES_BIND` binds GPUs task by task (any `gres/gpu:` binding but
-/// `none`; Slurm writes `gres/gpu:closest`, or `gpu:closest`, parts joined by `+` or `;`).
-pub fn binds_gpus_per_task(tres_bind: Option<&str>) -> bool {
+/// Whether the step's `SLURMD_TRES_BIND` binds GPUs task by task next to the CPUs Slurm's task
+/// plugin gave each task: `closest`, and `single:N` (what `--ntasks-per-gpu` sets). Slurm writes
+/// `gres/gpu:closest`, or `gpu:closest`, parts joined by `+` or `;`. `map_gpu`, `mask_gpu` and
+/// `per_task` choose by task id instead, so a task's mask says nothing of its GPUs there.
+pub fn binds_gpus_by_mask(tres_bind: Option<&str>) -> bool {
     tres_bind
         .and_then(crate::locality::gpu_bind_mode)
         .map(|mode| mode.strip_prefix("verbose,").unwrap_or(mode))
-        .is_some_and(|mode| !mode.is_empty() && !mode.starts_with("none"))
+        .is_some_and(|mode| mode.starts_with("closest") || mode.starts_with("single:"))
 }
 
 /// The CPUs (OS indexes, ascending) of each mask of a `SLURM_CPU_BIND_LIST` (`0x3,0xC0`), in
@@ -80,17 +82,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn per_task_gpu_bindings() {
-        assert!(binds_gpus_per_task(Some("gres/gpu:closest")));
-        assert!(binds_gpus_per_task(Some("gres/gpu:verbose,map_gpu:3,2")));
-        assert!(binds_gpus_per_task(Some("gres/gpu:single:1")));
-        assert!(binds_gpus_per_task(Some("gpu:closest")));
-        assert!(binds_gpus_per_task(Some(
-            "gres/nic:closest+gres/gpu:closest"
-        )));
-        assert!(!binds_gpus_per_task(Some("gres/gpu:none")));
-        assert!(!binds_gpus_per_task(Some("gres/nic:closest")));
-        assert!(!binds_gpus_per_task(None));
+    fn gpu_bindings_that_follow_slurms_masks() {
+        let by_mask = |b: &str| binds_gpus_by_mask(Some(b));
+        assert!(by_mask("gres/gpu:closest"));
+        assert!(by_mask("gres/gpu:verbose,closest"));
+        assert!(by_mask("gres/gpu:single:1"));
+        assert!(by_mask("gpu:closest"));
+        assert!(by_mask("gres/nic:closest+gres/gpu:closest"));
+        assert!(!by_mask("gres/gpu:verbose,map_gpu:3,2"));
+        assert!(!by_mask("gres/gpu:mask_gpu:0x1"));
+        assert!(!by_mask("gres/gpu:per_task:1"));
+        assert!(!by_mask("gres/gpu:none"));
+        assert!(!by_mask("gres/nic:closest"));
+        assert!(!binds_gpus_by_mask(None));
     }
 
     #[test]
