@@ -3,9 +3,10 @@
 //! CPUs and GPUs on the node, `--cpus-per-task`), and Slurm's own binding options beside lama's.
 //! The placement itself is `lama::policy`'s.
 
-use lama::locality::allowed_gpus;
+use lama::locality::{allowed_gpus, gpus_per_task, named_gpus};
 use lama::plugin::{auto_devices, auto_threads, auto_workers, place_auto, Options};
 use lama::policy::gpus_of;
+use lama::slurm::gpu_by_id::BoundGpus;
 use lama::slurm::Beside;
 
 use crate::{affinity, Devices, Lama, Step};
@@ -44,17 +45,21 @@ impl Lama {
         let (topo, cpus, loc) = self.step_node(spank, st, true)?;
         let loc = loc.ok_or("lama could not read this node's devices")?;
         let get = |k: &str| spank.getenv(k).ok().flatten();
-        // Under --gpus-per-task or --gpu-bind, Slurm's variables do not name the step's GPUs:
-        // the policy then weighs the domains by cores and leaves the GPUs to Slurm, and says so.
+        // Under --gpus-per-task, Slurm binds the GPUs task by task, but the step's environment
+        // (unlike each task's) still names them all: the policy weighs the domains by them, and
+        // each task follows the GPUs Slurm binds to it. Where no variable names them, the
+        // policy weighs the domains by cores and leaves the GPUs to Slurm, and says so.
         let given = match allowed_gpus(&loc, get) {
             Ok(g) => g,
             Err(e) => {
-                if st.nodeid == 0 && st.warning.is_none() {
+                let named = gpus_per_task(get, "SLURMD_TRES_BIND")
+                    .and_then(|_| named_gpus(&loc, get).ok().flatten());
+                if named.is_none() && st.nodeid == 0 && st.warning.is_none() {
                     st.warning = Some(format!(
                         "the automatic policy places by cores and leaves this step's GPUs to Slurm: {e}"
                     ));
                 }
-                None
+                named
             }
         };
         // A step Slurm gave no GPUs has none: under the policy, every GPU is one Slurm gave.
@@ -84,6 +89,7 @@ impl Lama {
         if !gpus.is_empty() {
             st.gpu_domains = Some(placed.domain_cpus);
             st.slot_domains = Some(placed.domains);
+            st.bound_gpus = BoundGpus::read(&loc, get);
         }
         st.tasks = placed.tasks;
         st.omp = auto_threads(&topo, &st.tasks, threads.as_ref())

@@ -193,6 +193,10 @@ struct Step {
     /// several): each task takes the slot in the domain of its Slurm GPUs. Without it (a map
     /// step), a task lama placed away from them says so.
     slot_domains: Option<Vec<Option<usize>>>,
+    /// The step's GPUs on the node as Slurm numbers them, with the CPUs near each, where Slurm
+    /// may bind them by task id (`map_gpu`, `mask_gpu`, `per_task`): each task works every
+    /// local task's GPUs out from them (`lama::slurm::gpu_by_id::ById`).
+    bound_gpus: Option<lama::slurm::gpu_by_id::BoundGpus>,
 }
 
 impl Step {

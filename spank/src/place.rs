@@ -9,6 +9,7 @@ use lama::openmp::plan_threads;
 use lama::plugin::{
     choose_devices, cores_to_cpus, place_node, usable_cpus, Placing, SlurmGpus, TaskBinding,
 };
+use lama::slurm::gpu_by_id::BoundGpus;
 use lama::slurm::Beside;
 use slurm_spank::{LogLevel, SpankHandle};
 
@@ -58,8 +59,14 @@ impl Lama {
     ) -> std::result::Result<(), String> {
         let counts = self.settings.devices(&self.user).map_err(|e| e.to_string());
         let want_devices = matches!(counts, Ok(c) if c != (0, 0));
-        let (topo, cpus, loc) = self.step_node(spank, st, want_devices)?;
         let get = |k: &str| spank.getenv(k).ok().flatten();
+        // Slurm's GPUs stay where lama chooses none: each task works out which it got, to say
+        // when lama placed it away from them.
+        let slurm_gpus = matches!(counts, Ok((_, 0)))
+            && ["SLURM_STEP_GPUS", "SLURM_JOB_GPUS"]
+                .iter()
+                .any(|k| get(k).is_some());
+        let (topo, cpus, loc) = self.step_node(spank, st, want_devices || slurm_gpus)?;
         // srun's -c implies --exact: a step may hold fewer CPUs than a wide binding needs.
         let exact = || {
             let per_task = get("SLURM_CPUS_PER_TASK");
@@ -125,16 +132,11 @@ impl Lama {
             st.lap("OpenMP places");
         }
         let counts = counts?;
-        // Slurm's GPUs stay where lama chooses none: remember the domains, so that a task lama
-        // places away from the GPUs Slurm binds to it can say so.
-        if counts.1 == 0
-            && ["SLURM_STEP_GPUS", "SLURM_JOB_GPUS"]
-                .iter()
-                .any(|k| get(k).is_some())
-        {
+        if slurm_gpus {
             st.gpu_domains = Some(lama::policy::domain_cpus(&topo));
+            st.bound_gpus = loc.as_ref().and_then(|l| BoundGpus::read(l, get));
         }
-        if let Some(loc) = loc {
+        if let Some(loc) = loc.filter(|_| want_devices) {
             let weights = self.weights(&loc)?;
             // Checked here with this node's own devices, so that a node without enough of them
             // fails the step before any task starts; each task chooses again with its GPUs.

@@ -16,6 +16,7 @@ use lama::environ::{fit, ExecSize, Group};
 use lama::idset::format_list;
 use lama::plugin::{placed_in, verbose_extras, OMP_VARIABLES};
 use lama::slurm::gpu_bind::{binds_gpus_by_mask, domain_of, follow_domains, mask_list};
+use lama::slurm::gpu_by_id::by_id;
 use lama::slurm::{check_task, cpu_bind_env, cpu_bind_line, cpu_bind_verbose};
 use slurm_spank::SpankHandle;
 
@@ -156,7 +157,7 @@ fn place(
         fatal(format!("task {rank} was not placed on node {}", st.host));
     };
     let domains = st.gpu_domains.as_deref();
-    let far = || far_from_gpus(domains?, &st.tasks[i].cpus, spank);
+    let far = || far_from_gpus(st, domains?, &st.tasks[i].cpus, spank);
     if let Some(why) = st.slot_domains.is_none().then(far).flatten() {
         if claim(Once::FarGpus) {
             say!(
@@ -229,7 +230,7 @@ fn place(
             Some(Err(kept)) => {
                 if claim(Once::SlurmGpus) {
                     let follows = if slots.is_some() {
-                        ", and places each task in the domain of the CPUs Slurm bound it to, next to its GPUs"
+                        ", and places each task in a domain next to the GPUs Slurm bound it"
                     } else {
                         ""
                     };
@@ -274,59 +275,115 @@ fn place(
     })
 }
 
-/// The policy slot each of the node's tasks takes (rank order), where Slurm binds GPUs task by
-/// task next to the CPUs its own task plugin gave each task (`SLURMD_TRES_BIND`,
-/// `SLURM_CPU_BIND_LIST`, the same in every task of the node): each task goes to its Slurm
-/// mask's domain, and so its GPUs' (`lama::slurm::gpu_bind`). `None` where Slurm does not bind
-/// GPUs task by task or its task plugin left no masks (task/affinity absent).
+/// The policy slot each of the node's tasks takes (rank order) where Slurm binds GPUs task by
+/// task: each task goes to a domain near the GPUs Slurm bound it ([`slurm_wants`]). `None`
+/// where Slurm does not bind GPUs task by task, or lama cannot tell how.
 fn follow_slots(
     slot_domains: &[Option<usize>],
     domains: &[Vec<u32>],
     st: &Step,
     spank: &SpankHandle,
 ) -> Option<Vec<usize>> {
-    let masks = gpu_masks(spank)?;
-    if masks.len() != st.local_ranks.len() || slot_domains.len() != st.tasks.len() {
+    let local = slurm_wants(st, domains, spank)?;
+    if local.wants.len() != st.local_ranks.len() || slot_domains.len() != st.tasks.len() {
         return None;
     }
-    let wanted: Vec<Option<usize>> = st
+    let wanted: Vec<Vec<usize>> = st
         .tasks
         .iter()
         .map(|t| {
-            let l = st.local_ranks.iter().position(|&r| r == t.rank)?;
-            domain_of(&masks[l], domains)
+            st.local_ranks
+                .iter()
+                .position(|&r| r == t.rank)
+                .and_then(|l| local.wants.get(l))
+                .map(|w| w.0.clone())
+                .unwrap_or_default()
         })
         .collect();
     Some(follow_domains(slot_domains, &wanted))
 }
 
-/// Where Slurm binds GPUs task by task next to its own masks (`SLURMD_TRES_BIND`: `closest`,
-/// `single:N`), the CPUs its task plugin bound each local task to (`SLURM_CPU_BIND_LIST`, read before lama rewrites it), by which it chose their
-/// GPUs.
-fn gpu_masks(spank: &SpankHandle) -> Option<Vec<Vec<u32>>> {
-    let get = |k: &str| spank.getenv(k).ok().flatten();
-    if !binds_gpus_by_mask(get("SLURMD_TRES_BIND").as_deref()) {
-        return None;
-    }
-    mask_list(&get("SLURM_CPU_BIND_LIST")?)
+/// Where Slurm binds GPUs to each local task (`SLURMD_TRES_BIND`, the same in every task of the
+/// node), per local task the domains near its GPUs, and what decided them.
+struct Wants {
+    /// Per local task: its domains, and the CPUs of Slurm's mask (`by_mask`) or its GPUs.
+    wants: Vec<(Vec<usize>, Vec<u32>)>,
+    /// Slurm chose each task's GPUs next to its own CPU mask (`closest`, `single:N`), rather
+    /// than by task id (`map_gpu`, `mask_gpu`, `per_task`).
+    by_mask: bool,
 }
 
+/// How Slurm binds the step's GPUs task by task, worked out alike in every task of the node:
+/// next to the CPUs its task plugin bound each local task to (`SLURM_CPU_BIND_LIST`, read
+/// before lama rewrites it), or by task id from the step's GPUs (`Step::bound_gpus`).
+fn slurm_wants(st: &Step, domains: &[Vec<u32>], spank: &SpankHandle) -> Option<Wants> {
+    let get = |k: &str| spank.getenv(k).ok().flatten();
+    let tres = get("SLURMD_TRES_BIND");
+    let masks = || get("SLURM_CPU_BIND_LIST").and_then(|l| mask_list(&l));
+    if binds_gpus_by_mask(tres.as_deref()) {
+        let wants = masks()?
+            .into_iter()
+            .map(|m| (domain_of(&m, domains).into_iter().collect(), m))
+            .collect();
+        return Some(Wants {
+            wants,
+            by_mask: true,
+        });
+    }
+    let rule = by_id(tres.as_deref(), crate::SLURM_VERSION >= PER_TASK_NEAREST)?;
+    let bound = st.bound_gpus.as_ref()?;
+    let masks = masks();
+    let wants = bound
+        .wanted(&rule, st.local_ranks.len(), masks.as_deref(), domains)
+        .into_iter()
+        .map(|(gpus, d)| (d, gpus))
+        .collect();
+    Some(Wants {
+        wants,
+        by_mask: false,
+    })
+}
+
+/// Slurm 23.11, the first release whose `per_task` GPU binding gives each task the free GPUs
+/// near it first (`SLURM_VERSION_NUM(23, 11, 0)`).
+const PER_TASK_NEAREST: u32 = 23 << 16 | 11 << 8;
+
 /// For a map step that leaves GPUs to Slurm: why this task, placed on `cpus`, is away from the
-/// GPUs Slurm binds to it (next to the CPUs Slurm's task plugin gave it, in another domain).
-fn far_from_gpus(domains: &[Vec<u32>], cpus: &[u32], spank: &SpankHandle) -> Option<String> {
+/// GPUs Slurm binds to it (in domains none of `cpus` lie in).
+fn far_from_gpus(
+    st: &Step,
+    domains: &[Vec<u32>],
+    cpus: &[u32],
+    spank: &SpankHandle,
+) -> Option<String> {
     let local = usize::try_from(spank.task_id().ok()?).ok()?;
-    let masks = gpu_masks(spank)?;
-    let mask = masks.get(local)?;
-    let d = domain_of(mask, domains)?;
-    if cpus.iter().any(|c| domains[d].binary_search(c).is_ok()) {
+    let all = slurm_wants(st, domains, spank)?;
+    let (near, what) = all.wants.get(local)?;
+    let meets = |d: &usize| cpus.iter().any(|c| domains[*d].binary_search(c).is_ok());
+    if near.is_empty() || near.iter().any(meets) {
         return None;
     }
+    let mut there: Vec<u32> = near
+        .iter()
+        .flat_map(|&d| domains[d].iter().copied())
+        .collect();
+    there.sort_unstable();
+    let how = if all.by_mask {
+        format!(
+            "--gpu-bind, --ntasks-per-gpu: next to the cpus {} Slurm's own binding gave it",
+            format_list(what)
+        )
+    } else {
+        format!(
+            "--gpu-bind=map_gpu or mask_gpu, --gpus-per-task: GPU {} by its task id",
+            format_list(what)
+        )
+    };
     Some(format!(
-        "lama placed task {} on cpus {}, away from cpus {} where Slurm bound its GPUs (--gpu-bind, --ntasks-per-gpu: next to the cpus {} Slurm's own binding gave it)",
+        "lama placed task {} on cpus {}, away from cpus {} where Slurm bound its GPUs ({how})",
         spank.task_global_id().ok()?,
         format_list(cpus),
-        format_list(&domains[d]),
-        format_list(mask)
+        format_list(&there),
     ))
 }
 

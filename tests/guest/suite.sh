@@ -276,19 +276,14 @@ gpu_case() {
     grep '^gpu ' <<<"$out" | sort -n -k2 | sed 's/^gpu /#   task /'
   else not_ok "[guest, Slurm $release] $name" "$bad" "Slurm's CUDA_VISIBLE_DEVICES: $slurm" "$out"; fi
 }
-# Another job holds GPU 0, so the step gets GPUs 1 and 2, one on each package.
-hog=$(sbatch --parsable -o /dev/null -n1 -c2 --gres=gpu:1 --wrap 'sleep 600')
-for _ in $(seq 100); do [ "$(squeue -h -j "$hog" -o %T)" = RUNNING ] && break; sleep 0.5; done
-gpu="-n2 --ntasks-per-socket=1 -c2 --gres=gpu:2 --lama-map=scbnh --lama-bind=1c --lama-gpus=1"
-gpu_case "beside a job holding GPU 0, --gres=gpu:2 --lama-gpus=1" "$gpu"
-gpu_case "beside a job holding GPU 0, --gres=gpu:2 --lama-gpus=1 --lama-gpu-visibility=all" "$gpu --lama-gpu-visibility=all"
-scancel "$hog"
 # GPUs Slurm binds task by task under the automatic policy (issue 48, case 1): Slurm's default
-# binding of -n4 -c2 puts tasks 0 and 2 on package 0 and 1 and 3 on package 1; --gpu-bind=closest (or
-# --ntasks-per-gpu=1) gives each the GPUs of its package only (its device cgroup allows no
-# other). The policy packs tasks 0,1 into domain 0: the GPU decides instead, so every task's
-# CPUs lie in the package of the GPU it may open, no two tasks share a CPU, and no task is
-# handed a GPU it may not open.
+# binding of -n4 -c2 puts tasks 0 and 2 on package 0 and 1 and 3 on package 1; --gpu-bind=closest
+# (or --ntasks-per-gpu=1, and --gpus-per-task=1 from 23.11) gives each the GPUs of its package
+# only (its device cgroup allows no other); map_gpu, mask_gpu, per_task (--gpus-per-task before
+# 23.11) and --tres-bind's map choose by task id. The policy packs tasks 0,1 into domain 0: the
+# GPU decides instead, so every task's CPUs lie in the package of the GPU it may open (the
+# device filter says which), no two tasks share a CPU, and no task is handed a GPU it may not
+# open.
 cat > "$work/follow.sh" <<'EOF'
 open=""
 for f in /dev/nvidia[0-3]; do
@@ -296,9 +291,9 @@ for f in /dev/nvidia[0-3]; do
 done
 echo "follow $SLURM_PROCID ${LAMA_CPUS:-none} ${open%,} ${CUDA_VISIBLE_DEVICES:-none}"
 EOF
-for bind in --gpu-bind=closest --ntasks-per-gpu=1; do
-  out=$(run -n4 -c2 --gres=gpu:4 $bind --lama-policy=auto bash "$work/follow.sh" 2>&1)
-  bad="" all=""
+follow_case() {
+  local n=$1 args=$2 out bad="" all="" t cpus open cvd pkg gp dup c g
+  out=$(run $args bash "$work/follow.sh" 2>&1)
   while read -r _ t cpus open cvd; do
     pkg=""
     for c in $(expand "$cpus" | tr , ' '); do pkg+="$((c / 4)) "; all+="$c "; done
@@ -309,11 +304,27 @@ for bind in --gpu-bind=closest --ntasks-per-gpu=1; do
   done < <(grep '^follow ' <<<"$out")
   dup=$(tr ' ' '\n' <<<"$all" | grep . | sort | uniq -d | paste -sd, -)
   [ -z "$dup" ] || bad+="CPUs $dup given to two tasks; "
-  if [ "$(grep -c '^follow ' <<<"$out")" = 4 ] && [ -z "$bad" ]; then
-    ok "[guest, Slurm $release] --lama-policy=auto -n4 -c2 --gres=gpu:4 $bind: every task's CPUs in the package of the GPU Slurm bound it to, none shared"
+  if [ "$(grep -c '^follow ' <<<"$out")" = "$n" ] && [ -z "$bad" ]; then
+    ok "[guest, Slurm $release] $args: every task's CPUs in the package of the GPU Slurm bound it to, none shared"
     grep '^follow ' <<<"$out" | sort -n -k2 | sed 's/^follow /#   task /'
-  else not_ok "[guest, Slurm $release] the policy beside $bind" "$bad" "$out"; fi
-done
+  else not_ok "[guest, Slurm $release] the policy beside $args" "$bad" "$out"; fi
+}
+follow=("--gres=gpu:4 --gpu-bind=closest" "--gres=gpu:4 --ntasks-per-gpu=1" "--gres=gpu:4 --gpu-bind=map_gpu:0,2,1,3"
+  "--gres=gpu:4 --gpu-bind=mask_gpu:0x4,0x1,0x8,0x2" "--gpus-per-task=1")
+# --tres-bind came with Slurm 23.11.
+if srun --help 2>&1 | grep -q -- --tres-bind; then follow+=("--gres=gpu:4 --tres-bind=gres/gpu:map:3,1,2,0"); fi
+# Another job holds GPU 0, so the step gets GPUs 1 and 2, one on each package.
+hog=$(sbatch --parsable -o /dev/null -n1 -c2 --gres=gpu:1 --wrap 'sleep 600')
+for _ in $(seq 100); do [ "$(squeue -h -j "$hog" -o %T)" = RUNNING ] && break; sleep 0.5; done
+gpu="-n2 --ntasks-per-socket=1 -c2 --gres=gpu:2 --lama-map=scbnh --lama-bind=1c --lama-gpus=1"
+gpu_case "beside a job holding GPU 0, --gres=gpu:2 --lama-gpus=1" "$gpu"
+gpu_case "beside a job holding GPU 0, --gres=gpu:2 --lama-gpus=1 --lama-gpu-visibility=all" "$gpu --lama-gpu-visibility=all"
+# Under ConstrainDevices a map counts the step's GPUs (1, 2 and 3 here), not the node's: map_gpu:1,0
+# gives task 0 GPU 2 (package 1) and task 1 GPU 1 (package 0), where the node's numbers would
+# put both on package 0.
+follow_case 2 "-n2 -c2 --gres=gpu:3 --gpu-bind=map_gpu:1,0 --lama-policy=auto"
+scancel "$hog"
+for bind in "${follow[@]}"; do follow_case 4 "-n4 -c2 $bind --lama-policy=auto"; done
 # A map step without --lama-gpus keeps Slurm's GPUs. csbnh packs tasks 0,1 on package 0 while
 # Slurm bound task 1's GPUs on package 1: srun says so once for the node. scbnh follows Slurm's
 # order over sockets: every task beside its GPUs, nothing said.
@@ -323,6 +334,11 @@ if [ "$(grep -c "$far" <<<"$out")" = 1 ] && [ "$(grep -c '^follow ' <<<"$out")" 
   ok "[guest, Slurm $release] --gpu-bind=closest beside --lama-map=csbnh: the tasks run, and srun says once that lama placed one away from its GPUs"
   grep "$far" <<<"$out" | sed 's/^/#   /'
 else not_ok "[guest, Slurm $release] --gpu-bind=closest beside --lama-map=csbnh" "$out"; fi
+out=$(run -n4 -c2 --gres=gpu:4 --gpu-bind=map_gpu:0,2,1,3 --lama-map=csbnh --lama-bind=1c bash "$work/follow.sh" 2>&1)
+if [ "$(grep -c "$far.*GPU [12] by its task id" <<<"$out")" = 1 ] && [ "$(grep -c '^follow ' <<<"$out")" = 4 ]; then
+  ok "[guest, Slurm $release] --gpu-bind=map_gpu:0,2,1,3 beside --lama-map=csbnh: the tasks run, and srun says once that lama placed a task (1 or 2, whichever speaks first) away from its GPU"
+  grep "$far" <<<"$out" | sed 's/^/#   /'
+else not_ok "[guest, Slurm $release] --gpu-bind=map_gpu:0,2,1,3 beside --lama-map=csbnh" "$out"; fi
 out=$(run -n4 -c2 --gres=gpu:4 --gpu-bind=closest --lama-map=scbnh --lama-bind=1c bash "$work/follow.sh" 2>&1)
 bad=$(awk '$1 == "follow" { split($3, r, "[-,]"); split($4, g, ","); if (int(r[1] / 4) != int(g[1] / 2)) print "task " $2 " on " $3 " with GPUs " $4 }' <<<"$out")
 if ! grep -q "$far" <<<"$out" && [ "$(grep -c '^follow ' <<<"$out")" = 4 ] && [ -z "$bad" ]; then

@@ -106,18 +106,27 @@ read -r _ c0 <<<"$(sed -n 1p <<<"$got")"; read -r _ c1 <<<"$(sed -n 2p <<<"$got"
 if [ "$c0" = "$c1" ] && [ "$c2" = "$((c0 + 1))" ]; then ok "policy auto with --lama-oversubscribe: three tasks stacked on the core's two hardware threads ($c0, $c1, $c2)"
 else not_ok "policy auto with --lama-oversubscribe" "$got" "$(cat "$work/err")"; fi
 
-# Issue 48, case 1: GPUs Slurm binds task by task (--gpu-bind=map_gpu:3,2 gives task 0 GPU 3 and
-# task 1 GPU 2). The policy would give task 0 cuda0-1 (its package's); the task may open only
-# GPU 3 (ConstrainDevices). Each task keeps exactly Slurm's GPU variables, without LAMA_GPUS,
-# and a note says why, once. Slurm's own values come from the same step with --lama-off.
+# Issue 48, case 1: GPUs Slurm binds task by task by id (--gpu-bind=map_gpu:2,0 gives task 0 GPU 2,
+# on package 1, and task 1 GPU 0, on package 0; ConstrainDevices lets each open only its own).
+# The policy gives one task per package (-c8: half the node each), task 0 on package 0 first:
+# each task keeps exactly Slurm's GPU variables, without LAMA_GPUS, a note says why once, and
+# the tasks swap slots so that each runs in its GPU's package (the packages' CPUs from
+# hwloc-calc). Slurm's own values come from the same step with --lama-off.
 gpu_report='echo "gpu $SLURM_PROCID ${CUDA_VISIBLE_DEVICES:-none} ${LAMA_GPUS:-none} ${LAMA_CPUS:-none}"'
-slurm=$(run -N1 -w n1 -n2 --exclusive --gres=gpu:4 --gpu-bind=map_gpu:3,2 --lama-off bash -c "$gpu_report" 2>&1 | awk '$1 == "gpu" {print $2, $3}' | sort -n)
-out=$(run -N1 -w n1 -n2 --exclusive --gres=gpu:4 --gpu-bind=map_gpu:3,2 --lama-policy=auto bash -c "$gpu_report" 2>&1)
+slurm=$(run -N1 -w n1 -n2 -c8 --exclusive --gres=gpu:4 --gpu-bind=map_gpu:2,0 --lama-off bash -c "$gpu_report" 2>&1 | awk '$1 == "gpu" {print $2, $3}' | sort -n)
+out=$(run -N1 -w n1 -n2 -c8 --exclusive --gres=gpu:4 --gpu-bind=map_gpu:2,0 --lama-policy=auto bash -c "$gpu_report" 2>&1)
 got=$(awk '$1 == "gpu" {print $2, $3}' <<<"$out" | sort -n)
-if [ -n "$slurm" ] && [ "$got" = "$slurm" ] && [ "$(grep -c '^gpu .* none [0-9]' <<<"$out")" = 2 ] &&
-  [ "$(grep -c 'lama: note: the automatic policy leaves the GPUs to Slurm, which binds them task by task here' <<<"$out")" = 1 ]; then
-  ok "policy auto beside --gpu-bind=map_gpu:3,2: each task keeps Slurm's GPU ($(tr '\n' ' ' <<<"$slurm")), no LAMA_GPUS, CPUs placed, said once"
-else not_ok "policy auto beside --gpu-bind=map_gpu" "Slurm alone:" "$slurm" "$out"; fi
+package=()
+for k in 0 1; do package[k]=,$(hwloc-calc --input "$x3" --po -I pu "package:$k"),; done
+where=""
+while read -r _ t _ _ cpus; do
+  want=$((1 - t))
+  for c in $(expand "$cpus" | tr , " "); do [[ ${package[want]} == *,$c,* ]] || where+="task $t on CPU $c, outside package $want of its GPU; "; done
+done < <(grep '^gpu ' <<<"$out")
+if [ -n "$slurm" ] && [ "$got" = "$slurm" ] && [ "$(grep -c '^gpu .* none [0-9]' <<<"$out")" = 2 ] && [ -z "$where" ] &&
+  [ "$(grep -c 'lama: note: the automatic policy leaves the GPUs to Slurm, which binds them task by task here, and places each task in a domain next to the GPUs Slurm bound it' <<<"$out")" = 1 ]; then
+  ok "policy auto beside --gpu-bind=map_gpu:2,0: each task keeps Slurm's GPU ($(tr '\n' ' ' <<<"$slurm")), no LAMA_GPUS, runs in its GPU's package, said once"
+else not_ok "policy auto beside --gpu-bind=map_gpu:2,0" "$where" "Slurm alone:" "$slurm" "$out"; fi
 
 echo "# Slurm $release: the site default policy=auto"
 plugstack "required $plugin topology=$x3 policy=auto"

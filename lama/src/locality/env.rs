@@ -60,6 +60,16 @@ pub fn allowed_gpus(
     if let Some(why) = gpus_per_task(&get, "SLURMD_TRES_BIND") {
         return Err(LocalityError::Allowed(why));
     }
+    named_gpus(loc, get)
+}
+
+/// The GPUs the variables read through `get` name, as [`allowed_gpus`] reads them, whether or
+/// not Slurm binds them task by task: in `user_init`, the step's environment names all the
+/// step's GPUs even then (each task's names its own).
+pub fn named_gpus(
+    loc: &Locality,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<Option<AllowedGpus>, LocalityError> {
     let mut allowed = Vec::new();
     let mut names = Vec::new();
     let mut any = false;

@@ -18,7 +18,7 @@ mod env;
 pub mod weights;
 
 pub use choice::{assign, choose, TaskDevices};
-pub use env::{allowed_gpus, gpu_bind_mode, gpus_per_task, task_env, AllowedGpus};
+pub use env::{allowed_gpus, gpu_bind_mode, gpus_per_task, named_gpus, task_env, AllowedGpus};
 
 use thiserror::Error;
 

@@ -1,9 +1,15 @@
-//! Slurm's GPU binding task by task (`--gpu-bind=closest`, `single:N`, `--ntasks-per-gpu`, the
-//! same through `--tres-bind=gres/gpu:`) beside the automatic policy: the GPU decides the domain. Slurm binds a task's GPUs next to the
-//! CPUs its own task plugin gave the task (`closest`, `single:N`), so the domain of that mask is
-//! the task's GPU domain. Each task sees every local task's mask (`SLURM_CPU_BIND_LIST`, in local
-//! task order) and the step's binding (`SLURMD_TRES_BIND`), so every task of a node works out
-//! the same moves, and no two end up on the same CPUs.
+//! Slurm's GPU binding task by task beside the automatic policy: the GPU decides the domain.
+//!
+//! - By mask (`--gpu-bind=closest`, `single:N`, `--ntasks-per-gpu`, the same through
+//!   `--tres-bind=gres/gpu:`): Slurm binds a task's GPUs next to the CPUs its own task plugin
+//!   gave the task, so the domain of that mask is the task's GPU domain.
+//! - By task id (`map_gpu`, `mask_gpu`, `map`, `mask`, `per_task:N` from `--gpus-per-task`):
+//!   [`super::gpu_by_id`] works each local task's GPUs out by Slurm's own rule, and the task
+//!   belongs in the domains near them.
+//!
+//! Each task sees every local task's mask (`SLURM_CPU_BIND_LIST`, in local task order) and the
+//! step's binding (`SLURMD_TRES_BIND`), so every task of a node works out the same moves
+//! ([`follow_domains`]), and no two end up on the same CPUs.
 
 /// Whether the step's `SLURMD_TRES_BIND` binds GPUs task by task next to the CPUs Slurm's task
 /// plugin gave each task: `closest`, and `single:N` (what `--ntasks-per-gpu` sets). Slurm writes
@@ -55,19 +61,25 @@ pub fn domain_of(cpus: &[u32], domains: &[Vec<u32>]) -> Option<usize> {
 }
 
 /// Which of the policy's task slots each task takes (a permutation: `slots[t]` for task `t`,
-/// both in the node's rank order) when task `t` should be in domain `wanted[t]` and slot `s` lies
-/// in domain `slot_domains[s]`: the tasks that want a domain take its slots in rank order; the
-/// rest (no domain wanted, or more tasks than the domain has slots) take the slots left, in
-/// order.
-pub fn follow_domains(slot_domains: &[Option<usize>], wanted: &[Option<usize>]) -> Vec<usize> {
+/// both in the node's rank order) when task `t` should be in one of the domains `wanted[t]` and
+/// slot `s` lies in domain `slot_domains[s]`. Tasks that want one domain take its slots first,
+/// in rank order; then those that accept several take the first slot left in any of them; the
+/// rest (no wish, or no room left) take the slots left, in order.
+pub fn follow_domains(slot_domains: &[Option<usize>], wanted: &[Vec<usize>]) -> Vec<usize> {
     let n = slot_domains.len();
     let mut taken = vec![false; n];
     let mut slots: Vec<Option<usize>> = vec![None; wanted.len()];
-    for (t, w) in wanted.iter().enumerate() {
-        let Some(d) = w else { continue };
-        if let Some(s) = (0..n).find(|&s| !taken[s] && slot_domains[s] == Some(*d)) {
-            taken[s] = true;
-            slots[t] = Some(s);
+    for single in [true, false] {
+        for (t, w) in wanted.iter().enumerate() {
+            if w.is_empty() || (w.len() == 1) != single || slots[t].is_some() {
+                continue;
+            }
+            let free =
+                (0..n).find(|&s| !taken[s] && slot_domains[s].is_some_and(|d| w.contains(&d)));
+            if let Some(s) = free {
+                taken[s] = true;
+                slots[t] = Some(s);
+            }
         }
     }
     let mut free = (0..n).filter(|&s| !taken[s]);
@@ -124,12 +136,16 @@ mod tests {
         // The policy packs tasks 0,1 in domain 0 and 2,3 in domain 1; Slurm put tasks 0,2 on
         // socket 0 and 1,3 on socket 1 (its cyclic default): 1 and 2 swap.
         let slots = [Some(0), Some(0), Some(1), Some(1)];
-        let wanted = [Some(0), Some(1), Some(0), Some(1)];
+        let one = |d: usize| vec![d];
+        let wanted = [one(0), one(1), one(0), one(1)];
         assert_eq!(follow_domains(&slots, &wanted), vec![0, 2, 1, 3]);
         // Three want domain 0, which has two slots: the third takes the slot left.
-        let wanted = [Some(0), Some(0), Some(0), Some(1)];
+        let wanted = [one(0), one(0), one(0), one(1)];
         assert_eq!(follow_domains(&slots, &wanted), vec![0, 1, 3, 2]);
         // Nothing wanted: the policy's own order.
-        assert_eq!(follow_domains(&slots, &[None; 4]), vec![0, 1, 2, 3]);
+        assert_eq!(follow_domains(&slots, &vec![vec![]; 4]), vec![0, 1, 2, 3]);
+        // Task 0 accepts either domain, task 1 only domain 0: task 1 is served first.
+        let slots = [Some(0), Some(1)];
+        assert_eq!(follow_domains(&slots, &[vec![0, 1], one(0)]), vec![1, 0]);
     }
 }

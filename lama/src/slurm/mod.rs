@@ -9,6 +9,7 @@
 //! | [`step_map`] | a step's task map without one entry per task (what every node computes) |
 //! | [`binding`] | Slurm's own `--cpu-bind` and `--mem-bind` beside lama's placement: which wins |
 //! | [`gpu_bind`] | Slurm's GPU binding task by task beside the automatic policy: the GPU decides the domain |
+//! | [`gpu_by_id`] | GPUs Slurm binds by task id (`map_gpu`, `mask_gpu`, `per_task`): each local task's, by Slurm's rule |
 //! | [`reserved`] | hardware threads a job keeps for the system (`--thread-spec`) |
 //! | [`checks`] | the task map against Slurm's items on a node; `SLURM_CPU_BIND*` for lama's binding |
 //! | [`hostfile`] | host files for Slurm's arbitrary distribution, written from a LAMA map |
@@ -20,6 +21,7 @@ pub mod binding;
 pub mod checks;
 pub mod distribution;
 pub mod gpu_bind;
+pub mod gpu_by_id;
 pub mod hostfile;
 pub mod hostlist;
 pub mod launcher;
