@@ -17,6 +17,7 @@
 //! | [`openmp`] | OpenMP threads inside a task, places drawn from its binding |
 //! | [`locality`] | NICs and GPUs, their distances, nearest-device choice |
 //! | [`memory`] | memory binding: the NUMA nodes local to a task's CPUs, by hwloc's rule, without hwloc |
+//! | [`tiers`] | memory tiers: which NUMA nodes are the default memory (the domains), which are HBM, PMem, CXL or GPU memory |
 //! | [`taskmap`] | task maps: RFC 34, raw, PMI |
 //! | [`cache`] | the node's topology and devices as text: slurmd's and the Flux shell's caches, the hwloc probe's answer |
 //! | `hwloc` | reading topologies and devices with hwloc (the only module that calls it; feature `hwloc`) |
@@ -54,6 +55,7 @@ pub mod policy;
 pub mod quote;
 pub mod spec;
 pub mod taskmap;
+pub mod tiers;
 pub mod topology;
 
 pub mod plugin;

@@ -1,7 +1,8 @@
 //! Memory binding (`--lama-mem=local`, `lama.mem=local`) without hwloc at task launch: which
-//! NUMA nodes are local to a task's CPUs, by hwloc's own rule (`hwloc_cpuset_to_nodeset`: a
-//! NUMA node is local when its CPU set meets the task's), computed from the NUMA nodes hwloc
-//! recorded in the node's [`crate::cache`] or probe answer. The binding itself (one
+//! NUMA nodes are local to a task's CPUs: the default-memory nodes ([`crate::tiers`]) whose
+//! CPU set meets the task's, as Slurm's `--mem-bind=local` and libnuma count them (hwloc's
+//! `hwloc_cpuset_to_nodeset` would add the PMem, HBM or GPU memory attached to the same CPUs),
+//! computed from the NUMA nodes hwloc recorded in the node's [`crate::cache`] or probe answer. The binding itself (one
 //! `set_mempolicy` call) is the front ends'.
 
 use crate::locality::Numa;
@@ -27,7 +28,7 @@ impl MemPolicy {
     }
 }
 
-/// The OS indexes of the NUMA nodes local to `cpus` (OS indexes), ascending; with `allowed`,
+/// The OS indexes of the default-memory NUMA nodes local to `cpus` (OS indexes), ascending; with `allowed`,
 /// only those the process may use (the nodes a cgroup withholds are absent from the topology
 /// hwloc loads, so hwloc never names them).
 pub fn local_nodes(numa: &[Numa], cpus: &[u32], allowed: Option<&[u32]>) -> Vec<u32> {
@@ -45,7 +46,7 @@ pub fn local_nodes(numa: &[Numa], cpus: &[u32], allowed: Option<&[u32]>) -> Vec<
     };
     let mut nodes: Vec<u32> = numa
         .iter()
-        .filter(|n| meets(&n.cpus, cpus))
+        .filter(|n| n.default && meets(&n.cpus, cpus))
         .map(|n| n.os_index)
         .filter(|i| allowed.is_none_or(|a| a.contains(i)))
         .collect();
@@ -75,6 +76,8 @@ mod tests {
         Numa {
             os_index,
             cpus: cpus.to_vec(),
+            kind: crate::tiers::MemoryKind::Plain,
+            default: true,
         }
     }
 
@@ -86,5 +89,19 @@ mod tests {
         assert_eq!(local_nodes(&numa, &[8], None), Vec::<u32>::new());
         assert_eq!(local_nodes(&numa, &[3, 4], Some(&[1])), vec![1]);
         assert_eq!(local_nodes(&numa, &[7, 0], None), vec![0, 1]);
+    }
+
+    #[test]
+    fn only_default_memory_is_local() {
+        // A PMem node attached to both DRAM nodes' CPUs is never bound as local memory.
+        let pmem = Numa {
+            os_index: 2,
+            cpus: vec![0, 1, 2, 3],
+            kind: crate::tiers::MemoryKind::Slow,
+            default: false,
+        };
+        let numa = [node(0, &[0, 1]), node(1, &[2, 3]), pmem];
+        assert_eq!(local_nodes(&numa, &[1, 2], None), vec![0, 1]);
+        assert_eq!(local_nodes(&numa, &[0], None), vec![0]);
     }
 }

@@ -89,6 +89,17 @@ impl NodeTopology {
             spans.retain(|s| !s.is_empty() && s.end <= n);
             spans.sort();
             spans.dedup();
+            // The objects of a level never share a CPU (a binding would list it twice): a span
+            // that overlaps one kept before it is dropped, as `crate::tiers` drops a PMem node
+            // attached above the DRAM nodes of its CPUs.
+            let mut end = 0;
+            spans.retain(|s| {
+                let keep = s.start >= end;
+                if keep {
+                    end = s.end;
+                }
+                keep
+            });
         }
         levels[Level::Node.index()] = vec![Span { start: 0, end: n }];
         if levels[Level::Hwthread.index()].is_empty() {

@@ -23,6 +23,38 @@ fn load(path: &std::path::Path) -> (NodeTopology, Vec<PolicyGpu>) {
     (node, gpus_of(&loc, None))
 }
 
+/// No CPU is listed twice: on every machine the objects of each level are disjoint, so neither
+/// the mapper's bindings (a span of one level's objects) nor the policy's (whole cores of its
+/// domains) can name a CPU twice. On the Optane machine (hwloc's fakememinitiators) the NUMA
+/// domains are its four DRAM nodes of two CPUs, not the two PMem nodes attached to each
+/// package's four.
+#[test]
+fn no_cpu_twice_on_any_machine() {
+    for path in xmls() {
+        let (node, _) = load(&path);
+        for level in lama::level::Level::ALL {
+            let objs = node.objects(level);
+            for w in objs.windows(2) {
+                assert!(
+                    w[0].end <= w[1].start,
+                    "{}: two {} objects share CPUs",
+                    path.display(),
+                    level.name()
+                );
+            }
+        }
+        let pmem = path.to_string_lossy().contains("fakememinitiators");
+        if pmem {
+            let numa: Vec<Vec<u32>> = node
+                .objects(lama::level::Level::Numa)
+                .iter()
+                .map(|&s| node.span_cpus(s))
+                .collect();
+            assert_eq!(numa, vec![vec![0, 1], vec![4, 5], vec![2, 3], vec![6, 7]]);
+        }
+    }
+}
+
 #[test]
 fn invariants_on_every_machine() {
     for path in xmls() {

@@ -24,10 +24,11 @@ pub use files::{check_fresh, file_key, prepare_folder, read, source_key, write, 
 use crate::idset::{format_list, in_table, join_commas, table_of};
 use crate::level::Level;
 use crate::locality::{Device, Locality, Numa, PlaceTable};
+use crate::tiers::MemoryKind;
 use crate::topology::{NodeTopology, Span};
 
 /// The file format; a file of another format is not read.
-pub const FORMAT: u32 = 4;
+pub const FORMAT: u32 = 5;
 
 /// Highest CPU number a cache may name (hwloc's own limit is far below).
 const MAX_CPU: u32 = 1 << 20;
@@ -85,8 +86,8 @@ struct Devices {
     /// `parent - 1 + k / per_parent` (`parent` 0: none), and the PUs at positions
     /// `start + k × width` to `start + (k + 1) × width` of the first line's `pus`.
     places: Vec<[u32; 7]>,
-    /// `[os_index, cpulist]` per NUMA node.
-    numa: Vec<(u32, String)>,
+    /// `[os_index, cpulist, kind, default]` per NUMA node ([`crate::tiers`]).
+    numa: Vec<(u32, String, MemoryKind, bool)>,
     /// The NUMA latency matrix row by row, one number per pair of NUMA nodes, joined by commas.
     latency: Option<String>,
     devices: Vec<Device>,
@@ -218,7 +219,7 @@ impl From<bool> for Detail {
 /// The devices line's NUMA nodes alone; serde skips the rest of the line without building it.
 #[derive(Deserialize)]
 struct NumaOnly {
-    numa: Vec<(u32, String)>,
+    numa: Vec<(u32, String, MemoryKind, bool)>,
 }
 
 /// A node as the cache and the hwloc probe describe it.
@@ -351,7 +352,7 @@ pub fn encode(
         numa: loc
             .numa()
             .iter()
-            .map(|n| (n.os_index, format_list(&n.cpus)))
+            .map(|n| (n.os_index, format_list(&n.cpus), n.kind, n.default))
             .collect(),
         latency: loc
             .latency()
@@ -474,15 +475,17 @@ pub fn decode(text: &str, source: &str, detail: impl Into<Detail>) -> Result<Nod
         .map(|a| cpus(&a, &known))
         .transpose()
         .map_err(|e| invalid(format!("allowed CPUs: {e}")))?;
-    let numa_of = |list: Vec<(u32, String)>| {
+    let numa_of = |list: Vec<(u32, String, MemoryKind, bool)>| {
         if list.len() > MAX_NUMA {
             return Err(invalid(format!("more than {MAX_NUMA} NUMA nodes")));
         }
         list.into_iter()
-            .map(|(os_index, list)| {
+            .map(|(os_index, list, kind, default)| {
                 Ok(Numa {
                     os_index,
                     cpus: cpus(&list, &known)?,
+                    kind,
+                    default,
                 })
             })
             .collect::<Result<Vec<Numa>, String>>()

@@ -146,12 +146,15 @@ fn places_of(topo: &Topology) -> (Vec<Place>, HashMap<u64, usize>) {
 /// The NUMA nodes, and their `NUMALatency` matrix in the same order when hwloc has one that
 /// covers them all.
 fn numa_of(topo: &Topology) -> (Vec<Numa>, Option<Vec<Vec<u64>>>) {
-    let numa_objs: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::NUMANode).collect();
-    let numa: Vec<Numa> = numa_objs
-        .iter()
-        .map(|n| Numa {
+    let nodes = super::numa_nodes(topo, |_| true);
+    let numa_objs: Vec<&TopologyObject> = nodes.iter().map(|n| n.0).collect();
+    let numa: Vec<Numa> = nodes
+        .into_iter()
+        .map(|(n, cpus, kind, default)| Numa {
             os_index: n.os_index().unwrap_or(0) as u32,
-            cpus: cpus_of(n),
+            cpus,
+            kind,
+            default,
         })
         .collect();
     let latency = topo

@@ -9,10 +9,54 @@ pub mod topology;
 
 use std::path::Path;
 
+use hwlocality::object::types::ObjectType;
+use hwlocality::object::TopologyObject;
 use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 use hwlocality::Topology;
 
+use crate::tiers::{default_nodes, MemoryKind, NodeMemory};
 use crate::topology::TopologyError;
+
+/// The node's NUMA nodes in hwloc's logical order, each with its CPUs (OS indexes, ascending,
+/// those `keep` accepts), its kind of memory, and whether it is default memory, a domain
+/// ([`crate::tiers`]).
+pub(crate) fn numa_nodes(
+    topo: &Topology,
+    keep: impl Fn(u32) -> bool,
+) -> Vec<(&TopologyObject, Vec<u32>, MemoryKind, bool)> {
+    let objs: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::NUMANode).collect();
+    let found: Vec<(Vec<u32>, MemoryKind)> = objs
+        .iter()
+        .map(|n| {
+            let cpus = n
+                .cpuset()
+                .map(|s| {
+                    s.iter_set()
+                        .map(|i| usize::from(i) as u32)
+                        .filter(|&c| keep(c))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let subtype = n.subtype().and_then(|s| s.to_str().ok());
+            (cpus, MemoryKind::of(subtype))
+        })
+        .collect();
+    let weighed: Vec<NodeMemory<'_>> = objs
+        .iter()
+        .zip(&found)
+        .map(|(n, (cpus, kind))| NodeMemory {
+            os_index: n.os_index().unwrap_or(0) as u32,
+            cpus,
+            kind: *kind,
+        })
+        .collect();
+    let default = default_nodes(&weighed);
+    objs.into_iter()
+        .zip(found)
+        .zip(default)
+        .map(|((n, (cpus, kind)), d)| (n, cpus, kind, d))
+        .collect()
+}
 
 /// Reads a node with hwloc: XML text, or this machine when `xml` is `None`. `whole` keeps the
 /// CPUs this process may not use (Slurm numbers cores over the whole node); `io` keeps the I/O

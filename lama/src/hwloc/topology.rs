@@ -146,8 +146,17 @@ impl NodeTopology {
                 }))
             };
         let mut levels: [Vec<Span>; 9] = Default::default();
+        // The domains are the default memory only: a PMem, HBM or GPU-memory node repeats the
+        // CPUs of the DRAM nodes beside it (crate::tiers).
+        let kept = |os: u32| matches!(compact.get(os as usize), Some(&c) if c != u32::MAX);
+        for (obj, _, _, default) in super::numa_nodes(topo, kept) {
+            if default {
+                if let Some(s) = span_of(obj, "NUMA node")? {
+                    levels[Level::Numa.index()].push(s);
+                }
+            }
+        }
         let typed = [
-            (Level::Numa, ObjectType::NUMANode, "NUMA node"),
             (Level::Socket, ObjectType::Package, "package"),
             (Level::L3, ObjectType::L3Cache, "L3 cache"),
             (Level::L2, ObjectType::L2Cache, "L2 cache"),

@@ -40,13 +40,18 @@ pub struct Place {
     pub cpus: Vec<u32>,
 }
 
-/// A NUMA node: its OS index and CPUs.
+/// A NUMA node: its OS index, CPUs and kind of memory.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Numa {
     /// OS index (the row of the latency matrix is found by position, not by this).
     pub os_index: u32,
     /// OS indexes of its CPUs, ascending (empty for CPU-less memory).
     pub cpus: Vec<u32>,
+    /// Its kind of memory (hwloc's subtype).
+    pub kind: crate::tiers::MemoryKind,
+    /// Whether it is the default memory of its CPUs, a domain ([`crate::tiers`]); memory
+    /// bound `local` goes to these only.
+    pub default: bool,
 }
 
 /// What a device is for.
