@@ -43,8 +43,8 @@ struct Config {
     user: Options,
     /// Whether lama places this job's tasks.
     placing: bool,
-    /// `lama.mem=local`: each task's memory bound to its CPUs' NUMA nodes.
-    mem: bool,
+    /// `lama.mem=MODE`: how each task's memory is bound (`lama::tiers`), `None` to leave it.
+    mem: Option<lama::tiers::MemMode>,
     /// NICs and GPUs per task.
     devices: (usize, usize),
     threads: Option<ThreadRequest>,

@@ -32,6 +32,8 @@ pub struct Placed {
     /// `lama.mem=local`: the NUMA nodes local to its CPUs (bound unless `topology=FILE`, where
     /// they are only named).
     pub mems: Option<Vec<u32>>,
+    /// How `mems` are bound.
+    pub mem_policy: lama::memory::MemPolicy,
 }
 
 /// This node's decisions, used by each task.
@@ -220,13 +222,13 @@ impl Node {
             phase("OpenMP places");
         }
         let mut mems = Vec::new();
-        if config.mem {
+        if let Some(mode) = config.mem {
             mems = affinity::tasks_numa(
                 loc.numa(),
                 tasks.iter().map(|t| t.cpus.as_slice()),
+                mode,
                 self.bind,
-            )
-            .map_err(|e| format!("cannot read the NUMA nodes this job may use: {e}"))?;
+            )?;
             for (nodes, g) in mems.iter().zip(&mut groups) {
                 if let Some(cpus) = g.first_mut() {
                     cpus.vars.push(("LAMA_MEMS".into(), format_list(nodes)));
@@ -249,6 +251,7 @@ impl Node {
                 binding,
                 groups,
                 mems: mems.next(),
+                mem_policy: config.mem.unwrap_or_default().policy(),
             })
             .collect();
         Ok(())

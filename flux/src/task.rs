@@ -102,14 +102,12 @@ pub fn exec(shell: Shell, node: &Node) -> Result<(), String> {
         })?;
     }
     if let Some(nodes) = &p.mems {
-        affinity::bind_memory(nodes, &list, lama::memory::MemPolicy::Bind, node.bind).map_err(
-            |e| {
-                format!(
+        affinity::bind_memory(nodes, &list, p.mem_policy, node.bind).map_err(|e| {
+            format!(
                 "cannot bind the memory of task {rank} on {} to the NUMA nodes of cpus {list}: {e}",
                 node.host
             )
-            },
-        )?;
+        })?;
     }
     if let Some(policy) = node.policy.as_ref().filter(|_| local == 0) {
         say!(

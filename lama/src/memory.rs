@@ -16,6 +16,11 @@ pub enum MemPolicy {
     /// The first of them preferred, the others used when it is full (`MPOL_PREFERRED`), as
     /// Slurm's `--mem-bind=prefer` does.
     Preferred,
+    /// All of them preferred, any other node used when they are full (`MPOL_PREFERRED_MANY`,
+    /// Linux 5.15; `MPOL_PREFERRED` on the first where the kernel lacks it): `prefer-hbm`.
+    PreferredMany,
+    /// Pages spread over them in turn (`MPOL_INTERLEAVE`): `interleave`.
+    Interleave,
 }
 
 impl MemPolicy {
@@ -24,6 +29,8 @@ impl MemPolicy {
         match self {
             MemPolicy::Bind => "bind",
             MemPolicy::Preferred => "preferred",
+            MemPolicy::PreferredMany => "preferred-many",
+            MemPolicy::Interleave => "interleave",
         }
     }
 }
@@ -76,8 +83,11 @@ mod tests {
         Numa {
             os_index,
             cpus: cpus.to_vec(),
-            kind: crate::tiers::MemoryKind::Plain,
+            kind: crate::locality::MemoryKind::Plain,
             default: true,
+            capacity: 0,
+            bandwidth: None,
+            latency: None,
         }
     }
 
@@ -97,8 +107,11 @@ mod tests {
         let pmem = Numa {
             os_index: 2,
             cpus: vec![0, 1, 2, 3],
-            kind: crate::tiers::MemoryKind::Slow,
+            kind: crate::locality::MemoryKind::Slow,
             default: false,
+            capacity: 0,
+            bandwidth: None,
+            latency: None,
         };
         let numa = [node(0, &[0, 1]), node(1, &[2, 3]), pmem];
         assert_eq!(local_nodes(&numa, &[1, 2], None), vec![0, 1]);

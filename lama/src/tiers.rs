@@ -14,56 +14,158 @@
 //! same CPUs with the lower OS index, which Linux gives the nodes that have CPUs. Where a kind
 //! of memory is all the CPUs have (HBM-only Xeon Max, KNL in cache mode), it is the domain.
 
-/// What kind of memory a NUMA node holds, from hwloc's subtype.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MemoryKind {
-    /// Ordinary memory: subtype `DRAM`, or none.
-    Plain,
-    /// High-bandwidth memory: `HBM`, `MCDRAM`.
-    Fast,
-    /// Slower, larger memory: `NVM` (persistent memory), `SPM` (specific-purpose), `CXL-*`.
-    Slow,
-    /// Memory of an accelerator that the CPUs can address: `GPUMemory`.
-    Device,
+pub use crate::locality::MemoryKind;
+use crate::locality::Numa;
+use crate::memory::MemPolicy;
+
+/// How a task's memory is bound, by tier: `--lama-mem=`, the Flux `lama.mem=`, `lama plan
+/// --mem`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemMode {
+    /// The task's default-memory nodes, `MPOL_BIND` (as Slurm's `--mem-bind=local`).
+    #[default]
+    Local,
+    /// The task's nearest high-bandwidth nodes ([`fast_nodes`]), `MPOL_BIND`.
+    Hbm,
+    /// The same, preferred (`MPOL_PREFERRED_MANY`): the task spills to other memory when
+    /// they are full, instead of failing.
+    PreferHbm,
+    /// The task's default-memory nodes, pages spread over them (`MPOL_INTERLEAVE`).
+    Interleave,
 }
 
-impl MemoryKind {
-    /// The kind of a NUMA node whose hwloc subtype is `subtype`. An unknown subtype is
-    /// [`MemoryKind::Slow`]: not plain memory, never preferred over it.
-    pub fn of(subtype: Option<&str>) -> MemoryKind {
-        match subtype.map(str::trim).filter(|s| !s.is_empty()) {
-            None => MemoryKind::Plain,
-            Some(s) if s.eq_ignore_ascii_case("DRAM") => MemoryKind::Plain,
-            Some(s) if s.eq_ignore_ascii_case("HBM") || s.eq_ignore_ascii_case("MCDRAM") => {
-                MemoryKind::Fast
-            }
-            Some(s) if s.eq_ignore_ascii_case("GPUMemory") => MemoryKind::Device,
-            Some(_) => MemoryKind::Slow,
-        }
-    }
+impl MemMode {
+    /// Every mode, in the order the reference lists them.
+    pub const ALL: [MemMode; 4] = [
+        MemMode::Local,
+        MemMode::Hbm,
+        MemMode::PreferHbm,
+        MemMode::Interleave,
+    ];
 
-    /// The name lama writes in its cache and shows: `plain`, `fast`, `slow`, `device`.
+    /// Its name in options: `local`, `hbm`, `prefer-hbm`, `interleave`.
     pub fn name(self) -> &'static str {
         match self {
-            MemoryKind::Plain => "plain",
-            MemoryKind::Fast => "fast",
-            MemoryKind::Slow => "slow",
-            MemoryKind::Device => "device",
+            MemMode::Local => "local",
+            MemMode::Hbm => "hbm",
+            MemMode::PreferHbm => "prefer-hbm",
+            MemMode::Interleave => "interleave",
         }
     }
 
-    /// The kind [`MemoryKind::name`] names.
-    pub fn from_name(name: &str) -> Option<MemoryKind> {
-        [
-            MemoryKind::Plain,
-            MemoryKind::Fast,
-            MemoryKind::Slow,
-            MemoryKind::Device,
-        ]
-        .into_iter()
-        .find(|k| k.name() == name)
+    /// The mode `name` names.
+    pub fn parse(name: &str) -> Option<MemMode> {
+        MemMode::ALL.into_iter().find(|m| m.name() == name.trim())
     }
+
+    /// The memory policy a task is bound with.
+    pub fn policy(self) -> MemPolicy {
+        match self {
+            MemMode::Local | MemMode::Hbm => MemPolicy::Bind,
+            MemMode::PreferHbm => MemPolicy::PreferredMany,
+            MemMode::Interleave => MemPolicy::Interleave,
+        }
+    }
+}
+
+/// A task's memory cannot be bound as asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TierError {
+    /// No NUMA node of the asked tier is local to the task's CPUs.
+    #[error("memory mode {mode}: no memory faster than the default memory (NUMA nodes {default}) is local to cpus {cpus} (this node's NUMA nodes, OS index:kind: {nodes}); local or interleave bind here")]
+    NoFaster {
+        /// The mode asked.
+        mode: &'static str,
+        /// The task's CPUs, a cpulist.
+        cpus: String,
+        /// Its default-memory nodes.
+        default: String,
+        /// Every NUMA node of the machine, `OS:kind`.
+        nodes: String,
+    },
+    /// No default-memory node is local to the task's CPUs.
+    #[error("memory mode {mode}: no NUMA node is local to cpus {cpus}")]
+    NoLocal {
+        /// The mode asked.
+        mode: &'static str,
+        /// The task's CPUs, a cpulist.
+        cpus: String,
+    },
+}
+
+/// The NUMA nodes (OS indexes, ascending) and policy a task on `cpus` (OS indexes) is bound
+/// with under `mode`; `allowed` keeps only the nodes the process may use.
+pub fn task_memory(
+    numa: &[Numa],
+    cpus: &[u32],
+    mode: MemMode,
+    allowed: Option<&[u32]>,
+) -> Result<(Vec<u32>, MemPolicy), TierError> {
+    let list = || crate::idset::format_list(cpus);
+    let default = crate::memory::local_nodes(numa, cpus, allowed);
+    if default.is_empty() {
+        return Err(TierError::NoLocal {
+            mode: mode.name(),
+            cpus: list(),
+        });
+    }
+    let nodes = match mode {
+        MemMode::Local | MemMode::Interleave => default,
+        MemMode::Hbm | MemMode::PreferHbm => {
+            let fast = fast_nodes(numa, cpus, allowed);
+            if fast.is_empty() {
+                let all: Vec<String> = numa
+                    .iter()
+                    .map(|n| format!("{}:{}", n.os_index, n.kind.name()))
+                    .collect();
+                return Err(TierError::NoFaster {
+                    mode: mode.name(),
+                    cpus: list(),
+                    default: crate::idset::format_list(&default),
+                    nodes: all.join(","),
+                });
+            }
+            fast
+        }
+    };
+    Ok((nodes, mode.policy()))
+}
+
+/// The high-bandwidth NUMA nodes near a task on `cpus`: the nodes of kind
+/// [`MemoryKind::Fast`] (`HBM`, `MCDRAM`) attached to CPUs the task has; where hwloc gave no
+/// such subtype (hwloc before 2.10, a guest), the other plain nodes attached to the task's CPUs
+/// whose bandwidth from them is above that of every default-memory node the task has. OS
+/// indexes, ascending.
+pub fn fast_nodes(numa: &[Numa], cpus: &[u32], allowed: Option<&[u32]>) -> Vec<u32> {
+    let meets = |n: &Numa| n.cpus.iter().any(|c| cpus.contains(c));
+    let ok = |n: &&Numa| meets(n) && allowed.is_none_or(|a| a.contains(&n.os_index));
+    let mut fast: Vec<u32> = numa
+        .iter()
+        .filter(ok)
+        .filter(|n| n.kind == MemoryKind::Fast)
+        .map(|n| n.os_index)
+        .collect();
+    if fast.is_empty() {
+        let floor = numa
+            .iter()
+            .filter(ok)
+            .filter(|n| n.default)
+            .map(|n| n.bandwidth)
+            .max()
+            .flatten();
+        if let Some(floor) = floor {
+            fast = numa
+                .iter()
+                .filter(ok)
+                .filter(|n| !n.default && n.kind == MemoryKind::Plain)
+                .filter(|n| n.bandwidth.is_some_and(|b| b > floor))
+                .map(|n| n.os_index)
+                .collect();
+        }
+    }
+    fast.sort_unstable();
+    fast.dedup();
+    fast
 }
 
 /// One NUMA node as [`default_nodes`] weighs it.
@@ -179,5 +281,87 @@ mod tests {
             node(2, &[], MemoryKind::Plain),
         ];
         assert_eq!(default_nodes(&nodes), vec![true, true, false]);
+    }
+
+    fn numa(os_index: u32, cpus: &[u32], kind: MemoryKind, default: bool, bw: Option<u64>) -> Numa {
+        Numa {
+            os_index,
+            cpus: cpus.to_vec(),
+            kind,
+            default,
+            capacity: 0,
+            bandwidth: bw,
+            latency: None,
+        }
+    }
+
+    #[test]
+    fn modes_by_name() {
+        for m in MemMode::ALL {
+            assert_eq!(MemMode::parse(m.name()), Some(m));
+        }
+        assert_eq!(MemMode::parse("fast"), None);
+        assert_eq!(MemMode::PreferHbm.policy(), MemPolicy::PreferredMany);
+    }
+
+    #[test]
+    fn each_mode_on_a_knl_quadrant_pair() {
+        // Two KNL quadrants: DRAM 0,1 and MCDRAM 4,5 on the same CPUs.
+        let nodes = [
+            numa(0, &[0, 1], MemoryKind::Plain, true, None),
+            numa(1, &[2, 3], MemoryKind::Plain, true, None),
+            numa(4, &[0, 1], MemoryKind::Fast, false, None),
+            numa(5, &[2, 3], MemoryKind::Fast, false, None),
+        ];
+        let on = |cpus: &[u32], m| task_memory(&nodes, cpus, m, None).unwrap();
+        assert_eq!(on(&[0], MemMode::Local), (vec![0], MemPolicy::Bind));
+        assert_eq!(on(&[0], MemMode::Hbm), (vec![4], MemPolicy::Bind));
+        assert_eq!(
+            on(&[1, 2], MemMode::PreferHbm),
+            (vec![4, 5], MemPolicy::PreferredMany)
+        );
+        assert_eq!(
+            on(&[1, 2], MemMode::Interleave),
+            (vec![0, 1], MemPolicy::Interleave)
+        );
+        // A node the cgroup withholds is not bound.
+        assert_eq!(
+            task_memory(&nodes, &[1, 2], MemMode::Hbm, Some(&[0, 1, 5])).unwrap(),
+            (vec![5], MemPolicy::Bind)
+        );
+    }
+
+    #[test]
+    fn a_faster_node_without_subtype_by_its_bandwidth() {
+        // A guest with HMAT under hwloc 2.9: CPU node 0, CPU-less 2 (faster) and 4 (slower).
+        let nodes = [
+            numa(0, &[0, 1], MemoryKind::Plain, true, Some(10240)),
+            numa(2, &[0, 1], MemoryKind::Plain, false, Some(40960)),
+            numa(4, &[0, 1], MemoryKind::Plain, false, Some(5120)),
+        ];
+        assert_eq!(fast_nodes(&nodes, &[1], None), vec![2]);
+        // No bandwidths known: no faster tier, refused, naming the nodes.
+        let blind = [
+            numa(0, &[0, 1], MemoryKind::Plain, true, None),
+            numa(2, &[0, 1], MemoryKind::Plain, false, None),
+        ];
+        let e = task_memory(&blind, &[0], MemMode::Hbm, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "memory mode hbm: no memory faster than the default memory (NUMA nodes 0) is local to cpus 0 (this node's NUMA nodes, OS index:kind: 0:plain,2:plain); local or interleave bind here"
+        );
+    }
+
+    #[test]
+    fn pmem_is_never_a_fast_tier() {
+        let nodes = [
+            numa(5, &[0, 1], MemoryKind::Plain, true, Some(131072)),
+            numa(7, &[0, 1, 4, 5], MemoryKind::Slow, false, Some(78644)),
+        ];
+        assert!(fast_nodes(&nodes, &[0], None).is_empty());
+        assert_eq!(
+            task_memory(&nodes, &[0, 1], MemMode::Interleave, None).unwrap(),
+            (vec![5], MemPolicy::Interleave)
+        );
     }
 }

@@ -135,3 +135,38 @@ proptest! {
         prop_assert_eq!(local_nodes(&m.numa, &cpus, None), m.hwloc.nodes(&cpus), "{}", m.name);
     }
 }
+
+/// What the cache records of each NUMA node, read back as a step reads it: on hwloc's Optane
+/// machine the values its XML carries (gp_index 25, 26, 28, 29 are DRAM nodes 5, 6, 8, 9;
+/// 27 and 30 the NVM nodes 7 and 10), and only the DRAM nodes are default memory.
+#[test]
+fn the_cache_keeps_each_nodes_kind_and_memory_attributes() {
+    let path = machines()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("fakememinitiators"))
+        .expect("the Optane machine");
+    let m = load(&path);
+    let by_os = |os: u32| m.numa.iter().find(|n| n.os_index == os).expect("a node");
+    for os in [5, 6, 8, 9] {
+        let n = by_os(os);
+        assert!(n.default, "node {os}");
+        assert_eq!(n.kind, lama::tiers::MemoryKind::Plain);
+        assert_eq!(
+            (n.bandwidth, n.latency),
+            (Some(131072), Some(26)),
+            "node {os}"
+        );
+        assert!(n.capacity > 99_000_000_000, "node {os}: {}", n.capacity);
+    }
+    for os in [7, 10] {
+        let n = by_os(os);
+        assert!(!n.default, "node {os}");
+        assert_eq!(n.kind, lama::tiers::MemoryKind::Slow);
+        assert_eq!(
+            (n.bandwidth, n.latency),
+            (Some(78644), Some(77)),
+            "node {os}"
+        );
+        assert!(n.capacity > 790_000_000_000, "node {os}: {}", n.capacity);
+    }
+}

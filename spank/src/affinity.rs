@@ -119,6 +119,10 @@ pub fn cpuset_cpus() -> Result<Vec<u32>, String> {
 const MPOL_BIND: libc::c_long = 2;
 /// `set_mempolicy`'s mode that prefers one node and falls back to the others.
 const MPOL_PREFERRED: libc::c_long = 1;
+/// `set_mempolicy`'s mode that spreads pages over the listed nodes in turn.
+const MPOL_INTERLEAVE: libc::c_long = 3;
+/// `set_mempolicy`'s mode that prefers several nodes (Linux 5.15).
+const MPOL_PREFERRED_MANY: libc::c_long = 5;
 /// `get_mempolicy`'s flag for the nodes the calling process may use (its cpuset's mems).
 const MPOL_F_MEMS_ALLOWED: libc::c_ulong = 1 << 2;
 
@@ -143,41 +147,80 @@ fn allowed_mems() -> Result<Vec<u32>, String> {
     })
 }
 
-/// Each task's NUMA nodes for memory binding (`--lama-mem=local`, `lama.mem=local`), by
-/// hwloc's rule over the node's NUMA nodes; when `bind`, only those this process's cgroup
-/// allows (hwloc leaves the others out of the machine it loads). Worked out before the tasks
-/// fork, so that each task only binds.
+/// Each task's NUMA nodes for memory binding (`--lama-mem=MODE`, `lama.mem=MODE`) over the
+/// node's NUMA nodes ([`lama::tiers::task_memory`]); when `bind`, only those this process's
+/// cgroup allows (hwloc leaves the others out of the machine it loads). Worked out before the
+/// tasks fork, so that each task only binds; a task whose mode the node cannot satisfy (`hbm`
+/// without a faster tier) fails them all.
 #[allow(dead_code)] // which front end calls what differs; both share this file
 pub fn tasks_numa<'a>(
     numa: &[lama::locality::Numa],
     tasks: impl Iterator<Item = &'a [u32]>,
+    mode: lama::tiers::MemMode,
     bind: bool,
 ) -> Result<Vec<Vec<u32>>, String> {
-    let allowed = if bind { Some(allowed_mems()?) } else { None };
-    Ok(tasks
-        .map(|cpus| lama::memory::local_nodes(numa, cpus, allowed.as_deref()))
-        .collect())
+    let allowed = if bind {
+        Some(
+            allowed_mems()
+                .map_err(|e| format!("cannot read the NUMA nodes this step may use: {e}"))?,
+        )
+    } else {
+        None
+    };
+    tasks
+        .map(|cpus| {
+            lama::tiers::task_memory(numa, cpus, mode, allowed.as_deref())
+                .map(|(nodes, _)| nodes)
+                .map_err(|e| e.to_string())
+        })
+        .collect()
 }
 
 /// Binds the calling task's memory (it must be single-threaded, as a task is before it runs the
 /// user's program) to its NUMA nodes `nodes` (OS indexes), those of its CPUs `cpus` (a cpulist,
 /// for the message): with [`MemPolicy::Bind`], `MPOL_BIND` over all of them (what hwloc's
 /// `hwloc_set_membind` with `HWLOC_MEMBIND_BIND` does on Linux); with
-/// [`MemPolicy::Preferred`], `MPOL_PREFERRED` on the first (as Slurm's `--mem-bind=prefer`).
+/// [`MemPolicy::Preferred`], `MPOL_PREFERRED` on the first (as Slurm's `--mem-bind=prefer`);
+/// [`MemPolicy::PreferredMany`], `MPOL_PREFERRED_MANY` over all, or `MPOL_PREFERRED` on the
+/// first where the kernel refuses it (before Linux 5.15), so the task still spills rather than
+/// fails; [`MemPolicy::Interleave`], `MPOL_INTERLEAVE` over all.
 /// When not `bind` (`topology=FILE`), only checks that there are some.
 pub fn bind_memory(nodes: &[u32], cpus: &str, policy: MemPolicy, bind: bool) -> Result<(), String> {
     let (mode, nodes) = match policy {
         MemPolicy::Bind => (MPOL_BIND, nodes),
         MemPolicy::Preferred => (MPOL_PREFERRED, nodes.get(..1).unwrap_or_default()),
+        MemPolicy::PreferredMany => (MPOL_PREFERRED_MANY, nodes),
+        MemPolicy::Interleave => (MPOL_INTERLEAVE, nodes),
     };
-    let mask = mask_of(nodes).ok_or_else(|| format!("no NUMA node is local to cpus {cpus}"))?;
+    if mask_of(nodes).is_none() {
+        return Err(format!("no NUMA node is local to cpus {cpus}"));
+    }
     if !bind {
         return Ok(());
     }
+    match set_mempolicy(mode, nodes) {
+        Err(e) if mode == MPOL_PREFERRED_MANY && e.raw_os_error() == Some(libc::EINVAL) => {
+            set_mempolicy(MPOL_PREFERRED, nodes.get(..1).unwrap_or_default())
+        }
+        r => r,
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// One `set_mempolicy` call over `nodes`.
+fn set_mempolicy(mode: libc::c_long, nodes: &[u32]) -> std::io::Result<()> {
+    let Some(mask) = mask_of(nodes) else {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    };
     // The kernel reads `maxnode - 1` bits.
     let maxnode = (mask.len() * libc::c_ulong::BITS as usize + 1) as libc::c_ulong;
     // SAFETY: the kernel reads `maxnode - 1` bits from a live buffer of exactly that many.
-    checked(unsafe { libc::syscall(libc::SYS_set_mempolicy, mode, mask.as_ptr(), maxnode) })
+    let rc = unsafe { libc::syscall(libc::SYS_set_mempolicy, mode, mask.as_ptr(), maxnode) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// The calling process's effective user id.

@@ -138,8 +138,12 @@ impl Lama {
             .numa
             .take()
             .ok_or("lama could not read this node's NUMA nodes")?;
-        st.mems = affinity::tasks_numa(&numa, st.tasks.iter().map(|t| t.cpus.as_slice()), st.bind)
-            .map_err(|e| format!("cannot read the NUMA nodes this step may use: {e}"))?;
+        st.mems = affinity::tasks_numa(
+            &numa,
+            st.tasks.iter().map(|t| t.cpus.as_slice()),
+            st.mem_mode,
+            st.bind,
+        )?;
         st.lap("memory");
         Ok(())
     }

@@ -179,6 +179,9 @@ struct Step {
     /// How the tasks' memory is bound: `--lama-mem=local`, or Slurm's `--mem-bind=local|rank`
     /// (with `prefer`) following the CPUs lama chose; `None` leaves memory alone.
     mem_policy: Option<lama::memory::MemPolicy>,
+    /// Which of each task's NUMA nodes `mem_policy` binds: its default memory, or its fast
+    /// tier (`--lama-mem=hbm|prefer-hbm`).
+    mem_mode: lama::tiers::MemMode,
     /// Per placed task, the NUMA nodes local to its CPUs (bound unless `topology=FILE`, where
     /// they are only named) when `mem_policy` is set; empty otherwise.
     mems: Vec<Vec<u32>>,
@@ -534,7 +537,7 @@ unsafe impl Plugin for Lama {
             // same way, from this thread.
             std::env::set_var(room::STEP_THREADS, "all");
         }
-        let lama_mem = self.settings.mem(&self.user).unwrap_or(false);
+        let lama_mem = matches!(self.settings.mem(&self.user), Ok(Some(_)));
         let get = |k: &str| std::env::var(k).ok();
         match auto::slurm_binding(&self.user, lama_mem, get) {
             Beside::Place(_) => Ok(()),

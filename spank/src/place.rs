@@ -11,6 +11,7 @@ use lama::plugin::{
 };
 use lama::slurm::gpu_by_id::BoundGpus;
 use lama::slurm::Beside;
+use lama::tiers::MemMode;
 use slurm_spank::{LogLevel, SpankHandle};
 
 use crate::{auto, log, node, Devices, Lama, Step};
@@ -35,9 +36,11 @@ impl Lama {
         }
         let lama_mem = self.settings.mem(&self.user).map_err(|e| e.to_string())?;
         let get = |k: &str| spank.getenv(k).ok().flatten();
-        match auto::slurm_binding(&self.user, lama_mem, get) {
+        match auto::slurm_binding(&self.user, lama_mem.is_some(), get) {
             Beside::Place(follow) => {
-                st.mem_policy = lama_mem.then_some(lama::memory::MemPolicy::Bind).or(follow);
+                // lama's own mode, else Slurm's --mem-bind=local|rank followed on lama's CPUs.
+                st.mem_mode = lama_mem.unwrap_or(MemMode::Local);
+                st.mem_policy = lama_mem.map(MemMode::policy).or(follow);
                 Ok(p)
             }
             Beside::LeaveToSlurm(note) => {

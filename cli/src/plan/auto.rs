@@ -97,6 +97,22 @@ pub fn render(
             .map_err(|e| ("launcher".to_string(), e));
     }
     let map = TaskMap::encode(&node_of);
+    let mems = match &a.mem {
+        Some(mode) => {
+            let ranks = plans.iter().enumerate().flat_map(|(n, p)| {
+                p.placed
+                    .tasks
+                    .iter()
+                    .map(move |t| (n, per_node[n], t.cpus.as_slice()))
+            });
+            Some(
+                super::memory::rank_memory(mode, models, ranks)
+                    .map_err(|e| ("memory".to_string(), e))?,
+            )
+        }
+        None => None,
+    };
+    let mem_of = |r: usize| mems.as_ref().and_then(|m| m.get(r));
     // Each node's devices by name.
     let names: Vec<Vec<String>> = per_node
         .iter()
@@ -115,7 +131,7 @@ pub fn render(
         let mut ranks = Vec::new();
         for (n, p) in plans.iter().enumerate() {
             for (i, t) in p.placed.tasks.iter().enumerate() {
-                ranks.push(json!({
+                let mut v = json!({
                     "rank": t.rank,
                     "node": n,
                     "cpus": t.cpus,
@@ -123,7 +139,11 @@ pub fn render(
                     "threads": p.places[i].threads(),
                     "places": p.places[i].places,
                     "omp_proc_bind": p.places[i].bind.name(),
-                }));
+                });
+                if let Some(m) = mem_of(ranks.len()) {
+                    super::memory::add_json(&mut v, m);
+                }
+                ranks.push(v);
             }
         }
         let v = json!({
@@ -137,6 +157,8 @@ pub fn render(
     }
     let mut s = format!("policy auto  ->  {np} ranks on {} node(s)\n", nodes.len());
     let width = np.saturating_sub(1).to_string().len();
+    // Ranks in the order rank_memory was given them.
+    let mut k = 0;
     for (n, p) in plans.iter().enumerate() {
         s.push_str(&format!(
             "node {n} ({}): {}\n",
@@ -151,8 +173,10 @@ pub fn render(
                 gpus.join(",")
             };
             let omp = &p.places[i];
+            let mem = mem_of(k).map(super::memory::text).unwrap_or_default();
+            k += 1;
             s.push_str(&format!(
-                "  rank {:>width$}  {}  cpus {}  gpus {gpus}  threads {} {} places {}\n",
+                "  rank {:>width$}  {}  cpus {}  gpus {gpus}  threads {} {} places {}{mem}\n",
                 t.rank,
                 t.picture.as_deref().unwrap_or_default(),
                 format_list(&t.cpus),

@@ -2,6 +2,7 @@
 //! How a plan is shown (text, JSON, pictures) is in [`output`].
 
 mod auto;
+mod memory;
 mod output;
 pub mod slurm_job;
 
@@ -159,6 +160,11 @@ pub struct PlanArgs {
     /// With --threads: places spread over the binding (default) or packed (close).
     #[arg(long, value_name = "spread|close", requires = "threads")]
     omp_bind: Option<String>,
+    /// Each rank's memory binding, as --lama-mem gives it: local (its default-memory NUMA
+    /// nodes), hbm (its nearest high-bandwidth ones), prefer-hbm (those, preferred) or
+    /// interleave (its default-memory nodes, pages spread).
+    #[arg(long, value_name = "MODE", value_parser = ["local", "hbm", "prefer-hbm", "interleave"])]
+    mem: Option<String>,
     /// Also write every rank's host, one per line, for `SLURM_HOSTFILE=FILE srun -m arbitrary`.
     #[arg(long, value_name = "FILE")]
     slurm_hostfile: Option<PathBuf>,
@@ -286,7 +292,11 @@ pub fn request(a: &PlanArgs) -> Result<Request, String> {
 type Model = (NodeTopology, Option<Locality>);
 
 fn load(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<Model>, String> {
-    let devices = a.nics > 0 || a.gpus > 0 || a.device_weights.is_some() || a.policy.is_some();
+    let devices = a.nics > 0
+        || a.gpus > 0
+        || a.device_weights.is_some()
+        || a.policy.is_some()
+        || a.mem.is_some();
     let mut models = Vec::new();
     for s in sources(a, m) {
         let (t, loc) = match s {
@@ -423,10 +433,12 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
     };
     let devices_wanted =
         a.nics > 0 || a.gpus > 0 || a.device_weights.is_some() || a.policy.is_some();
-    let (hosts, per_node, models, usable) = match the_nodes(&a, m, devices_wanted) {
-        Ok(n) => n,
-        Err((kind, e)) => return fail(a.format.errors(), kind, &e, None),
-    };
+    // --mem reads each node's NUMA nodes from the same load as its devices.
+    let (hosts, per_node, models, usable) =
+        match the_nodes(&a, m, devices_wanted || a.mem.is_some()) {
+            Ok(n) => n,
+            Err((kind, e)) => return fail(a.format.errors(), kind, &e, None),
+        };
     if a.policy.is_some() {
         let hosts = hosts.unwrap_or_default();
         let usable: Vec<Vec<u32>> = per_node.iter().map(|&i| usable[i].clone()).collect();
@@ -480,9 +492,24 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         },
         None => None,
     };
+    let mems = match &a.mem {
+        Some(mode) => {
+            let cpus: Vec<Vec<u32>> = (0..p.len()).map(|r| p.cpus(r, &nodes)).collect();
+            let ranks = (0..p.len()).map(|r| {
+                let n = p.placements()[r].node as usize;
+                (n, per_node[n], cpus[r].as_slice())
+            });
+            match memory::rank_memory(mode, &models, ranks) {
+                Ok(m) => Some(m),
+                Err(e) => return fail(a.format.errors(), "memory", &e, None),
+            }
+        }
+        None => None,
+    };
     let extra = Extra {
         devices: devices.as_deref(),
         places: places.as_deref(),
+        mems: mems.as_deref(),
     };
     let text = match a.format {
         PlanFormat::Json => format!("{}\n", to_json(&p, &nodes, &req, &extra)),

@@ -13,6 +13,7 @@ use crate::svg;
 pub(super) struct Extra<'a> {
     pub(super) devices: Option<&'a [RankDevices]>,
     pub(super) places: Option<&'a [ThreadPlan]>,
+    pub(super) mems: Option<&'a [super::memory::RankMemory]>,
 }
 
 /// One drawing per node shape (nodes described alike: the same XML file, synthetic description
@@ -102,6 +103,9 @@ pub(super) fn to_json(p: &Plan, nodes: &[&NodeTopology], req: &Request, extra: &
                 v["places"] = json!(t.places);
                 v["omp_proc_bind"] = json!(t.bind.name());
             }
+            if let Some(m) = extra.mems.map(|m| &m[r]) {
+                super::memory::add_json(&mut v, m);
+            }
             v
         })
         .collect();
@@ -169,8 +173,12 @@ pub(super) fn to_text(p: &Plan, nodes: &[&NodeTopology], req: &Request, extra: &
                 ),
                 None => String::new(),
             };
+            let mem = extra
+                .mems
+                .map(|m| super::memory::text(&m[r]))
+                .unwrap_or_default();
             s.push_str(&format!(
-                "  rank {r:>width$}  {}  cpus {cpus}{dev}{omp}\n",
+                "  rank {r:>width$}  {}  cpus {cpus}{dev}{omp}{mem}\n",
                 nodes[n].picture(p.placements()[r].span)
             ));
         }

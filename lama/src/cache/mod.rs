@@ -23,8 +23,8 @@ pub use files::{check_fresh, file_key, prepare_folder, read, source_key, write, 
 
 use crate::idset::{format_list, in_table, join_commas, table_of};
 use crate::level::Level;
+use crate::locality::MemoryKind;
 use crate::locality::{Device, Locality, Numa, PlaceTable};
-use crate::tiers::MemoryKind;
 use crate::topology::{NodeTopology, Span};
 
 /// The file format; a file of another format is not read.
@@ -86,8 +86,7 @@ struct Devices {
     /// `parent - 1 + k / per_parent` (`parent` 0: none), and the PUs at positions
     /// `start + k × width` to `start + (k + 1) × width` of the first line's `pus`.
     places: Vec<[u32; 7]>,
-    /// `[os_index, cpulist, kind, default]` per NUMA node ([`crate::tiers`]).
-    numa: Vec<(u32, String, MemoryKind, bool)>,
+    numa: Vec<NumaRecord>,
     /// The NUMA latency matrix row by row, one number per pair of NUMA nodes, joined by commas.
     latency: Option<String>,
     devices: Vec<Device>,
@@ -219,7 +218,34 @@ impl From<bool> for Detail {
 /// The devices line's NUMA nodes alone; serde skips the rest of the line without building it.
 #[derive(Deserialize)]
 struct NumaOnly {
-    numa: Vec<(u32, String, MemoryKind, bool)>,
+    numa: Vec<NumaRecord>,
+}
+
+/// One NUMA node in the devices line ([`crate::tiers`]): short names, since steps parse them.
+#[derive(Serialize, Deserialize)]
+struct NumaRecord {
+    /// OS index.
+    os: u32,
+    /// Its CPUs, a cpulist.
+    cpus: String,
+    /// Its kind of memory.
+    kind: MemoryKind,
+    /// Whether it is default memory.
+    #[serde(rename = "def")]
+    default: bool,
+    /// Bytes.
+    #[serde(rename = "cap", default, skip_serializing_if = "is_zero")]
+    capacity: u64,
+    /// Bandwidth from its own CPUs, MiB/s, when hwloc knows it.
+    #[serde(rename = "bw", default, skip_serializing_if = "Option::is_none")]
+    bandwidth: Option<u64>,
+    /// Latency from its own CPUs, ns, when hwloc knows it.
+    #[serde(rename = "lat", default, skip_serializing_if = "Option::is_none")]
+    latency: Option<u64>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// A node as the cache and the hwloc probe describe it.
@@ -352,7 +378,15 @@ pub fn encode(
         numa: loc
             .numa()
             .iter()
-            .map(|n| (n.os_index, format_list(&n.cpus), n.kind, n.default))
+            .map(|n| NumaRecord {
+                os: n.os_index,
+                cpus: format_list(&n.cpus),
+                kind: n.kind,
+                default: n.default,
+                capacity: n.capacity,
+                bandwidth: n.bandwidth,
+                latency: n.latency,
+            })
             .collect(),
         latency: loc
             .latency()
@@ -475,17 +509,20 @@ pub fn decode(text: &str, source: &str, detail: impl Into<Detail>) -> Result<Nod
         .map(|a| cpus(&a, &known))
         .transpose()
         .map_err(|e| invalid(format!("allowed CPUs: {e}")))?;
-    let numa_of = |list: Vec<(u32, String, MemoryKind, bool)>| {
+    let numa_of = |list: Vec<NumaRecord>| {
         if list.len() > MAX_NUMA {
             return Err(invalid(format!("more than {MAX_NUMA} NUMA nodes")));
         }
         list.into_iter()
-            .map(|(os_index, list, kind, default)| {
+            .map(|r| {
                 Ok(Numa {
-                    os_index,
-                    cpus: cpus(&list, &known)?,
-                    kind,
-                    default,
+                    os_index: r.os,
+                    cpus: cpus(&r.cpus, &known)?,
+                    kind: r.kind,
+                    default: r.default,
+                    capacity: r.capacity,
+                    bandwidth: r.bandwidth,
+                    latency: r.latency,
                 })
             })
             .collect::<Result<Vec<Numa>, String>>()

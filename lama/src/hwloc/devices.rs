@@ -3,6 +3,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 
+use hwlocality::bitmap::BitmapCow;
+use hwlocality::memory::attribute::Initiator;
 use hwlocality::object::attributes::ObjectAttributes;
 use hwlocality::object::types::{OSDeviceType, ObjectType};
 use hwlocality::object::TopologyObject;
@@ -150,11 +152,17 @@ fn numa_of(topo: &Topology) -> (Vec<Numa>, Option<Vec<Vec<u64>>>) {
     let numa_objs: Vec<&TopologyObject> = nodes.iter().map(|n| n.0).collect();
     let numa: Vec<Numa> = nodes
         .into_iter()
-        .map(|(n, cpus, kind, default)| Numa {
-            os_index: n.os_index().unwrap_or(0) as u32,
-            cpus,
-            kind,
-            default,
+        .map(|(n, cpus, kind, default)| {
+            let (bandwidth, latency) = (attr(topo, "Bandwidth", n), attr(topo, "Latency", n));
+            Numa {
+                os_index: n.os_index().unwrap_or(0) as u32,
+                cpus,
+                kind,
+                default,
+                capacity: n.total_memory(),
+                bandwidth,
+                latency,
+            }
         })
         .collect();
     let latency = topo
@@ -180,6 +188,15 @@ fn numa_of(topo: &Topology) -> (Vec<Numa>, Option<Vec<Vec<u64>>>) {
             (seen == numa.len() * numa.len()).then_some(mat)
         });
     (numa, latency)
+}
+
+/// The memory attribute `name` (hwloc's `Bandwidth`, `Latency`) of NUMA node `n` seen from
+/// its own CPUs (its initiators'), when hwloc has it (HMAT, or an XML that carries it).
+fn attr(topo: &Topology, name: &str, n: &TopologyObject) -> Option<u64> {
+    let set = n.cpuset().filter(|s| !s.is_empty())?;
+    let attr = topo.memory_attribute_named(name).ok().flatten()?;
+    let from = Initiator::CpuSet(BitmapCow::Borrowed(set));
+    attr.value(Some(from), n).ok().flatten().filter(|&v| v > 0)
 }
 
 /// One device as found: the OS devices of one PCI function (or one OS device without one).

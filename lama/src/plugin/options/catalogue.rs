@@ -91,8 +91,8 @@ pub const OPTIONS: [OptionInfo; 18] = [
     },
     OptionInfo {
         name: "mem",
-        arg: Some("local|none"),
-        usage: "local: bind each task's memory to the NUMA domains of its CPUs (LAMA_MEMS); none: leave memory alone (default)",
+        arg: Some("local|hbm|prefer-hbm|interleave|none"),
+        usage: "local: bind each task's memory to the default-memory NUMA nodes of its CPUs (LAMA_MEMS); hbm: to its nearest high-bandwidth nodes; prefer-hbm: prefer those, spill to others; interleave: spread pages over its default-memory nodes; none: leave memory alone (default)",
     },
     OptionInfo {
         name: "verbose",
@@ -120,7 +120,7 @@ pub struct SettingInfo {
 /// Every `plugstack.conf` argument, in manual-page order.
 pub const SETTINGS: [SettingInfo; 22] = [
     SettingInfo { key: "policy", value: "auto|none", meaning: "auto: every step is placed by the automatic policy unless it gives a map, --lama-policy=none or --lama-off (default none)" },
-    SettingInfo { key: "mem", value: "local|none", meaning: "default --lama-mem (default none)" },
+    SettingInfo { key: "mem", value: "local|hbm|prefer-hbm|interleave|none", meaning: "default --lama-mem (default none)" },
     SettingInfo { key: "map", value: "STR", meaning: "default --lama-map" },
     SettingInfo { key: "bind", value: "WL", meaning: "default --lama-bind" },
     SettingInfo { key: "mppr", value: "LIST", meaning: "default --lama-mppr" },

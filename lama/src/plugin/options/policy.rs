@@ -1,5 +1,5 @@
 //! The automatic policy and memory binding as options: `--lama-policy=auto|none` and
-//! `--lama-mem=local|none`, their `plugstack.conf` defaults, and how they meet the other options.
+//! `--lama-mem=local|hbm|prefer-hbm|interleave|none`, their `plugstack.conf` defaults, and how they meet the other options.
 //!
 //! The policy is a third kind of placement request beside the expert and the simple options: a
 //! user's map replaces a site's `policy=auto` as it replaces the site's default map, while
@@ -9,6 +9,7 @@
 
 use super::{Options, Settings};
 use crate::plugin::error::StepError;
+use crate::tiers::MemMode;
 
 impl Options {
     /// Which kinds of placement options are given: expert, simple, policy.
@@ -39,14 +40,17 @@ pub(super) fn policy_value(spelled: &str, value: &str) -> Result<bool, String> {
     )
 }
 
-/// Whether a `mem` value is `local` (else `none`), as [`policy_value`].
-pub(super) fn mem_value(spelled: &str, value: &str) -> Result<bool, String> {
-    switch(
-        spelled,
-        value,
-        "local",
-        "local (each task's memory on the NUMA domains of its CPUs) or none",
-    )
+/// The memory mode a `mem` value names (`None` for `none`), as [`policy_value`].
+pub(super) fn mem_value(spelled: &str, value: &str) -> Result<Option<MemMode>, String> {
+    if value.trim() == "none" {
+        return Ok(None);
+    }
+    MemMode::parse(value).map(Some).ok_or_else(|| {
+        format!(
+            "invalid {spelled} '{}'; valid: local (each task's memory on the default-memory NUMA nodes of its CPUs), hbm (on its nearest high-bandwidth nodes), prefer-hbm (those preferred, spilling to others), interleave (pages spread over its default-memory nodes) or none",
+            crate::quote::cut(value)
+        )
+    })
 }
 
 /// `on` or `none`.
@@ -123,16 +127,16 @@ impl Settings {
         Ok(true)
     }
 
-    /// Whether each task's memory is bound to its CPUs' NUMA domains (`--lama-mem=local`, else
-    /// the site's `mem=`); never under `--lama-off`.
-    pub fn mem(&self, user: &Options) -> Result<bool, StepError> {
+    /// How each task's memory is bound (`--lama-mem=MODE`, else the site's `mem=`), `None` to
+    /// leave it alone; never bound under `--lama-off`.
+    pub fn mem(&self, user: &Options) -> Result<Option<MemMode>, StepError> {
         if user.off {
-            return Ok(false);
+            return Ok(None);
         }
         match (&user.mem, &self.defaults.mem) {
             (Some(v), _) => mem_value("--lama-mem", v).map_err(StepError::Option),
             (None, Some(v)) => mem_value("mem", v).map_err(StepError::Setting),
-            (None, None) => Ok(false),
+            (None, None) => Ok(None),
         }
     }
 }
@@ -206,12 +210,19 @@ mod tests {
     fn memory() {
         assert_eq!(
             Settings::default().mem(&opts(&[("mem", "local")])),
-            Ok(true)
+            Ok(Some(MemMode::Local))
         );
-        assert_eq!(site(&["mem=local"]).mem(&Options::default()), Ok(true));
+        assert_eq!(
+            site(&["mem=local"]).mem(&Options::default()),
+            Ok(Some(MemMode::Local))
+        );
+        assert_eq!(
+            site(&["mem=interleave"]).mem(&opts(&[("mem", "prefer-hbm")])),
+            Ok(Some(MemMode::PreferHbm))
+        );
         assert_eq!(
             site(&["mem=local"]).mem(&opts(&[("mem", "none")])),
-            Ok(false)
+            Ok(None)
         );
         assert!(Settings::default().mem(&opts(&[("mem", "near")])).is_err());
     }
