@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # A Debian 12 guest with the kernel sites run: systemd as PID 1, cgroup v2, two NUMA nodes and
-# two hardware threads per core (qemu: 2 sockets x 2 cores x 2 threads, 2 GiB per NUMA node).
+# two hardware threads per core (qemu: 2 sockets x 2 cores x 2 threads, 1.5 GiB per NUMA node),
+# and memory tiers: three NUMA nodes without CPUs, which ACPI's HMAT describes (nodes 2 and 3,
+# 256 MiB each, 40 GB/s from package 0's and package 1's CPUs against their DRAM's 10; node 4,
+# 512 MiB, 5 GB/s from package 0's).
 # The image is built once with mmdebstrap from Debian's packages and cached outside the tree,
 # keyed by its package list; every boot writes to a throw-away overlay.
 #
@@ -83,9 +86,21 @@ qemu_up() {
   shift 2
   if [ "$accel" = kvm ]; then cpu=(-accel kvm -cpu host); else cpu=(-accel tcg,thread=multi -cpu max,vendor=GenuineIntel); fi
   rm -f "$run/qemu.pid"
-  qemu-system-x86_64 "${cpu[@]}" -smp 8,sockets=2,cores=2,threads=2 -m 4096 \
-    -object memory-backend-ram,id=m0,size=2G -object memory-backend-ram,id=m1,size=2G \
+  # Two DRAM nodes with CPUs, and memory without CPUs described by HMAT (memory tiers): nodes 2
+  # and 3 fast (four times the DRAM's bandwidth from the same CPUs), node 4 slow and large.
+  local hmat=() i t lat bw
+  for i in 0:0:100:10 0:2:80:40 0:4:300:5 1:1:100:10 1:3:80:40; do
+    IFS=: read -r i t lat bw <<<"$i"
+    hmat+=(-numa "hmat-lb,initiator=$i,target=$t,hierarchy=memory,data-type=access-latency,latency=$lat"
+      -numa "hmat-lb,initiator=$i,target=$t,hierarchy=memory,data-type=access-bandwidth,bandwidth=${bw}G")
+  done
+  qemu-system-x86_64 "${cpu[@]}" -machine pc,hmat=on -smp 8,sockets=2,cores=2,threads=2 -m 4096 \
+    -object memory-backend-ram,id=m0,size=1536M -object memory-backend-ram,id=m1,size=1536M \
+    -object memory-backend-ram,id=m2,size=256M -object memory-backend-ram,id=m3,size=256M \
+    -object memory-backend-ram,id=m4,size=512M \
     -numa node,nodeid=0,cpus=0-3,memdev=m0 -numa node,nodeid=1,cpus=4-7,memdev=m1 \
+    -numa node,nodeid=2,memdev=m2,initiator=0 -numa node,nodeid=3,memdev=m3,initiator=1 \
+    -numa node,nodeid=4,memdev=m4,initiator=0 "${hmat[@]}" \
     -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
     -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1" \
     -drive "file=$run/overlay.qcow2,if=virtio,format=qcow2" \

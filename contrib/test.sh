@@ -7,7 +7,7 @@
 # contrib/mpi-wheels.sh, cached outside the tree), the docs' srun examples, fault injection and a short load, and the scale suite on a sandbox of 64 nodes; then the Flux shell plugin on
 # real Flux instances (flux-core built once by contrib/flux-build.sh, cached outside the tree); a
 # few seconds of fuzzing per target, the packages and the pictures. A qemu guest (contrib/guest.sh:
-# systemd, cgroup v2, two NUMA nodes, hardware threads; its image built once and cached) runs
+# systemd, cgroup v2, two NUMA nodes and three CPU-less memory tiers, hardware threads; its image built once and cached) runs
 # both Slurm releases under cgroup/v2 (tests/guest/).
 # Usage: contrib/test.sh
 # Environment: LAMA_SHARED (the shared folder, default ../shared beside the repository),
@@ -115,7 +115,7 @@ for r in "${releases[@]}"; do
   ) 2>&1 | sed -E "s/^(not )?ok - /&[Slurm $version] /" | tee -a "$log"
 done
 
-echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes, hardware threads (contrib/guest.sh)"
+echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes and memory tiers, hardware threads (contrib/guest.sh)"
 tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
 
 echo "== the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh)"

@@ -7,7 +7,7 @@
 use lama::environ::fit;
 use lama::flux::flux_words;
 use lama::idset::format_list;
-use lama::plugin::{placed_in, verbose_extras};
+use lama::plugin::{placed_in, verbose_extras, verbose_mems};
 use serde_json::Value;
 
 use crate::affinity;
@@ -118,7 +118,8 @@ pub fn exec(shell: Shell, node: &Node) -> Result<(), String> {
     }
     if node.verbose {
         let how = if node.bind { "bound to" } else { "computed" };
-        let shown = verbose_extras(p.groups.iter().flat_map(|g| &g.vars));
+        let shown = verbose_extras(p.groups.iter().flat_map(|g| &g.vars))
+            + &verbose_mems(p.mems.as_deref(), p.mems.as_ref().map(|_| p.mem_policy));
         let cost = if local == 0 {
             placed_in(node.elapsed, &node.phases)
         } else {

@@ -14,7 +14,7 @@
 
 use lama::environ::{fit, ExecSize, Group};
 use lama::idset::format_list;
-use lama::plugin::{placed_in, verbose_extras, OMP_VARIABLES};
+use lama::plugin::{placed_in, verbose_extras, verbose_mems, OMP_VARIABLES};
 use lama::slurm::gpu_bind::{binds_gpus_by_mask, domain_of, follow_domains, mask_list};
 use lama::slurm::gpu_by_id::by_id;
 use lama::slurm::{check_task, cpu_bind_env, cpu_bind_line, cpu_bind_verbose};
@@ -392,7 +392,8 @@ fn verbose(st: &Step, spank: &SpankHandle, p: &Placed, vars: &[(String, String)]
     let t = &st.tasks[p.index];
     let list = format_list(&t.cpus);
     let how = if st.bind { "bound to" } else { "computed" };
-    let shown = verbose_extras(vars);
+    let mems = st.mems.get(p.index).map(Vec::as_slice);
+    let shown = verbose_extras(vars) + &verbose_mems(mems, st.mem_policy);
     let cost = if first {
         placed_in(st.elapsed, &st.phases)
     } else {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Boots the site-kernel guest (contrib/guest.sh: systemd, cgroup v2, 2 sockets x 2 cores x 2
-# threads, two NUMA nodes) and runs tests/guest/suite.sh in it on every Slurm given: Debian's
+# threads, two NUMA nodes and three CPU-less ones with HMAT) and runs tests/guest/suite.sh in it on every Slurm given: Debian's
 # 22.05 from the guest's own packages, and each other prefix (built by contrib/slurm-build.sh on
 # this Debian 12, shared read-only at the same path). The repository is shared read-only too, so
 # the guest runs the host-built lama, plugin and helper unchanged.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The site-kernel suite, run inside the guest (contrib/guest.sh) as root: Slurm under systemd
 # with cgroup v2 (proctrack/cgroup, task/cgroup,task/affinity, ConstrainCores, ConstrainRAMSpace,
-# ConstrainDevices), on 2 sockets x 2 cores x 2 threads and two NUMA nodes. Expected bindings
+# ConstrainDevices), on 2 sockets x 2 cores x 2 threads, two NUMA nodes and three CPU-less ones (HMAT). Expected bindings
 # come from `lama plan` on the guest's own topology, restricted to the CPUs Slurm gave the step.
 # Usage: suite.sh PREFIX LAMA PLUGIN_SO TOP
 #   PREFIX  the Slurm to run (/usr for Debian's 22.05, or a prefix of contrib/slurm-build.sh)
@@ -174,6 +174,29 @@ show=1 step_case "--mem-bind=local beside --lama-map=csbnh --lama-bind=1c -n2 -c
 out=$(run -n2 -c4 --mem-bind=prefer,local --lama-map=csbnh --lama-bind=1c bash -c 'grep -m1 -o "[a-z]*:[0-9,-]* heap" /proc/self/numa_maps' 2>&1)
 if [ "$(grep -c 'prefer:0 heap' <<<"$out")" = 2 ]; then ok "[guest, Slurm $release] --mem-bind=prefer,local beside a lama map: both tasks' heaps prefer NUMA node 0, their CPUs' node"
 else not_ok "[guest, Slurm $release] --mem-bind=prefer,local beside a lama map" "$out"; fi
+# Memory by tier (issue 49). The guest's NUMA nodes 2 and 3 hold memory without CPUs, four times
+# as fast from package 0's and package 1's CPUs as their DRAM (HMAT, contrib/guest.sh), node 4
+# slow memory of package 0. hwloc 2.9 gives them no subtype: lama tells them by bandwidth. Each
+# task's heap policy and nodes as the kernel shows them (/proc/self/numa_maps), and LAMA_MEMS;
+# expected nodes from the guest's qemu command line, and `lama plan --mem` must agree.
+cat > "$work/tier.sh" <<'EOF'
+echo "tier $SLURM_PROCID ${LAMA_MEMS:-none} $(grep -m1 ' heap' /proc/self/numa_maps | sed -E 's/^[0-9a-f]+ //; s/ heap.*//')"
+EOF
+tier_case() {
+  local mode=$1 args=$2 plan=$3 want=$4 out got planned
+  out=$(run $args --lama-policy=auto --lama-mem=$mode bash "$work/tier.sh" 2>&1)
+  got=$(awk '$1 == "tier" {$1 = ""; print substr($0, 2)}' <<<"$out" | sort -n | paste -sd';' -)
+  planned=$("$lama" plan --this-machine --policy auto $plan --mem "$mode" | awk '/^  rank / {print $2, $(NF-1)}' | paste -sd';' -)
+  if [ "$got" = "$want" ] &&
+    [ "$(awk -F';' '{for (i = 1; i <= NF; i++) {split($i, f, " "); printf "%s%s %s", (i > 1 ? ";" : ""), f[1], f[2]}}' <<<"$got")" = "$planned" ]; then
+    ok "[guest, Slurm $release] --lama-mem=$mode $args: $got (task, LAMA_MEMS, numa_maps), as lama plan --mem says"
+  else not_ok "[guest, Slurm $release] --lama-mem=$mode $args" "wanted: $want" "got: $got" "lama plan: $planned" "$out"; fi
+}
+echo "# the guest's NUMA nodes: $(for n in /sys/devices/system/node/node[0-9]*; do echo -n "${n##*node}:$(cat "$n/cpulist" | sed 's/^$/-/') "; done)"
+tier_case local "-n2 -c4" "--np 2 --cpus-per-task 4" "0 0 bind:0;1 1 bind:1"
+tier_case hbm "-n2 -c4" "--np 2 --cpus-per-task 4" "0 2 bind:2;1 3 bind:3"
+tier_case prefer-hbm "-n2 -c4" "--np 2 --cpus-per-task 4" "0 2 prefer (many):2;1 3 prefer (many):3"
+tier_case interleave "-n1 -c8" "--np 1 --cpus-per-task 8" "0 0-1 interleave:0-1"
 # --cpu-bind=verbose: Slurm's line for each task, then lama's in the same form with the mask the
 # task really has.
 out=$(run -n2 -c4 --cpu-bind=verbose --lama-map=csbnh --lama-bind=1c bash -c 'echo "mask $SLURM_PROCID $(taskset -p $$ | sed "s/.*: //")"' 2>&1)

@@ -24,7 +24,7 @@ pub use devices::{
 pub use error::StepError;
 pub use node::{
     auto_threads, auto_workers, cores_to_cpus, place_auto, place_node, placed_in, policy_summary,
-    usable_cpus, verbose_extras, AutoPlaced, TaskBinding,
+    usable_cpus, verbose_extras, verbose_mems, AutoPlaced, TaskBinding,
 };
 pub use options::{
     env_name, Apply, GpuVisibility, OptionInfo, Options, Placing, SettingInfo, Settings,

@@ -262,6 +262,15 @@ pub fn verbose_extras<'a>(vars: impl IntoIterator<Item = &'a (String, String)>) 
         .collect()
 }
 
+/// A task's memory binding in its `--lama-verbose` line: ` mems=2 (bind)`; empty when its
+/// memory is not bound.
+pub fn verbose_mems(nodes: Option<&[u32]>, policy: Option<crate::memory::MemPolicy>) -> String {
+    match (nodes, policy) {
+        (Some(n), Some(p)) => format!(" mems={} ({})", crate::idset::format_list(n), p.name()),
+        _ => String::new(),
+    }
+}
+
 /// The node's cost in a verbose line: ` (node placed in 1.92 ms: topology 1.764, placement 0.016)`.
 pub fn placed_in(elapsed: std::time::Duration, phases: &[(&str, std::time::Duration)]) -> String {
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
