@@ -86,6 +86,10 @@ job -N3 -n6 -o lama.policy=auto -o lama.mem=local -o userrc="$urc" sh -c "$mem_p
 got=$(awk '$1 == "M" {print $3, $4}' "$work/out" | sort | uniq -c | awk '{print $1, $2, $3}')
 if [ $rc -eq 0 ] && [ "$got" = "6 $nodes bind:$nodes" ]; then ok "lama.mem=local: every task's memory bound to NUMA node $nodes (numa_maps), LAMA_MEMS=$nodes"
 else not_ok "lama.mem=local (rc $rc)" "$got" "$(cat "$work/out" "$work/err")"; fi
+job -N3 -n6 -o lama.policy=auto -o lama.mem=interleave -o userrc="$urc" sh -c "$mem_probe"
+got=$(awk '$1 == "M" {print $3, $4}' "$work/out" | sort | uniq -c | awk '{print $1, $2, $3}')
+if [ $rc -eq 0 ] && [ "$got" = "6 $nodes interleave:$nodes" ]; then ok "lama.mem=interleave: every task's memory interleaved over NUMA node(s) $nodes (numa_maps), LAMA_MEMS=$nodes"
+else not_ok "lama.mem=interleave (rc $rc)" "$got" "$(cat "$work/out" "$work/err")"; fi
 job -N3 -n6 -o lama.policy=auto -o userrc="$urc" sh -c "$mem_probe"
 got=$(awk '$1 == "M" {print $3, $4}' "$work/out" | sort -u)
 if [ $rc -eq 0 ] && [ "$got" = "none default" ]; then ok "without lama.mem the tasks' memory policy is the default"
@@ -135,6 +139,7 @@ refused "unknown option" "unknown option lama.mapp; valid: lama.policy, lama.map
 refused "bad map" "invalid lama.map 'xyz'" -N3 -n6 -o lama.map=xyz -o userrc="$urc"
 refused "policy with a map" "lama.policy=auto places the tasks itself and cannot be combined with lama.map" -N1 -n2 -o lama.policy=auto -o lama.map=csbnh -o userrc="$urc"
 refused "bad lama.mem" "invalid lama.mem 'far'" -N1 -n2 -o lama.mem=far -o userrc="$urc"
+refused "lama.mem=hbm on a machine without a faster tier" "memory mode hbm: no memory faster than the default memory" -N1 -n2 -o lama.policy=auto -o lama.mem=hbm -o userrc="$urc"
 refused "bad device count" "invalid lama.gpus 'many'" -N1 -n2 -o lama.gpus=many -o userrc="$urc"
 refused "not an object" "lama's options are given one by one" -N1 -n1 -o lama=csbnh -o userrc="$urc"
 refused "bad conf" "the lama plugin's conf: invalid apply=sometimes" -N1 -n1 -o lama.bind=1c -o userrc="$(userrc badconf 'apply = "sometimes"')"
