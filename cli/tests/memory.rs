@@ -176,3 +176,95 @@ fn the_text_form_shows_nodes_and_policy() {
         ]
     );
 }
+
+/// hwloc's `fakeheteromemtiers` (a qemu guest with DAX memory): CPUs 0-1 have DRAM node 0 and
+/// PMem node 8; CPUs 2-3 DRAM node 1, HBM node 4 and PMem node 6; CPUs 4-5 only HBM node 2 and
+/// PMem node 9, so HBM is their default memory.
+#[test]
+fn dram_then_hbm_then_pmem_on_a_machine_of_every_tier() {
+    let t = topo("fakeheteromemtiers.fsroot.xml");
+    let with = |mode: &str| {
+        mems(&[
+            "plan",
+            "--topology",
+            &t,
+            "--policy",
+            "auto",
+            "--np",
+            "3",
+            "--mem",
+            mode,
+        ])
+    };
+    assert_eq!(with("local"), each(&[&[0], &[1], &[2]], "bind"));
+    let o = lama(
+        &[
+            "plan",
+            "--topology",
+            &t,
+            "--policy",
+            "auto",
+            "--np",
+            "3",
+            "--mem",
+            "hbm",
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("rank 0 on node 0"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Ranks on CPUs 2-3 and 4-5 only: their HBM.
+    let hbm = mems(&[
+        "plan",
+        "--topology",
+        &t,
+        "--policy",
+        "auto",
+        "--np",
+        "2",
+        "--restrict",
+        "2-5",
+        "--mem",
+        "hbm",
+    ]);
+    assert_eq!(hbm, each(&[&[4], &[2]], "bind"));
+}
+
+/// hwloc's `nvidiagpunumanodes` with the GPU memory kept (POWER9 with V100s): each package's
+/// DRAM node (0 and 8) and three GPU-memory nodes (253-255, 250-252) on the same CPUs. The GPU
+/// memory is never a domain nor local memory, nor a faster tier.
+#[test]
+fn gpu_memory_is_never_local() {
+    let t = topo("nvidiagpunumanodes-kept.fsroot.xml");
+    let local = mems(&[
+        "plan",
+        "--topology",
+        &t,
+        "--policy",
+        "auto",
+        "--np",
+        "2",
+        "--mem",
+        "local",
+    ]);
+    assert_eq!(local, each(&[&[0], &[8]], "bind"));
+    let o = lama(
+        &[
+            "plan",
+            "--topology",
+            &t,
+            "--policy",
+            "auto",
+            "--np",
+            "2",
+            "--mem",
+            "hbm",
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+}

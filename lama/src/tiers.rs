@@ -7,8 +7,9 @@
 //! twice and halves the machine; binding memory "locally" to them puts pages on the wrong tier.
 //!
 //! The rule ([`default_nodes`]): the domains are a set of NUMA nodes with disjoint CPU sets,
-//! chosen greedily, plain memory (hwloc subtype `DRAM` or none) before any other kind, then
-//! the narrowest CPU set first, then the lowest OS index. So a DRAM node per sub-NUMA cluster
+//! chosen greedily, plain memory (hwloc subtype `DRAM` or none) first, then HBM, then slow
+//! memory, then GPU memory, within a kind the narrowest CPU set first, then the lowest OS
+//! index. So a DRAM node per sub-NUMA cluster
 //! wins over the PMem node of its package, DRAM over the MCDRAM or HBM of the same CPUs, and a
 //! CPU-less node hwloc gave no subtype (hwloc 2.9 in a guest with HMAT) loses to the node of the
 //! same CPUs with the lower OS index, which Linux gives the nodes that have CPUs. Where a kind
@@ -188,7 +189,7 @@ pub fn default_nodes(nodes: &[NodeMemory<'_>]) -> Vec<bool> {
         .collect();
     order.sort_by_key(|&i| {
         let n = &nodes[i];
-        (n.kind != MemoryKind::Plain, n.cpus.len(), n.os_index)
+        (n.kind.rank(), n.cpus.len(), n.os_index)
     });
     let mut taken: std::collections::HashSet<u32> = std::collections::HashSet::new();
     let mut chosen = vec![false; nodes.len()];

@@ -1,4 +1,4 @@
-//! The engine on the 18 real-machine hwloc XML files in `tests/topologies/`.
+//! The engine on the real-machine hwloc XML files in `tests/topologies/`.
 //! Core and PU counts below are the table in `tests/topologies/README.md` (hwloc's own counts).
 
 use std::path::PathBuf;
@@ -96,11 +96,17 @@ fn default_map_places_on_every_file() {
 /// NUMA nodes inside a package: map by NUMA node, bind to NUMA node, one per NUMA node.
 #[test]
 fn numa_inside_package_maps() {
-    // (file, NUMA objects with distinct cpusets, packages)
+    // (file, default-memory NUMA nodes, packages), counted in the files by hand: the KNL's 4
+    // DRAM nodes (not its MCDRAM), the Optane machine's 4 DRAM nodes (not its 2 PMem nodes),
+    // the tiers machine's DRAM 0 and 1 and the HBM node 2 of CPUs without DRAM (not its HBM
+    // node 4 nor its 3 PMem nodes), the POWER9's 2 DRAM nodes (not its 6 GPU-memory nodes).
     for (file, numas, packages) in [
         ("64intel64-fakeKNL-SNC4-hybrid.xml", 4, 1),
         ("128arm-2pa2n8cluster4co.fsroot.xml", 4, 2),
         ("64amd64-4s2n4ca2co.fsroot.xml", 8, 4),
+        ("fakememinitiators-1np2c+1npp+gi.fsroot.xml", 4, 2),
+        ("fakeheteromemtiers.fsroot.xml", 3, 1),
+        ("nvidiagpunumanodes-kept.fsroot.xml", 2, 2),
     ] {
         let t = topo(file);
         assert_eq!(t.objects(Level::Numa).len(), numas, "{file}");

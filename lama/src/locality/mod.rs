@@ -69,6 +69,17 @@ impl MemoryKind {
         }
     }
 
+    /// Which kind is a CPU's default memory first ([`crate::tiers`]): plain, fast, slow,
+    /// device.
+    pub fn rank(self) -> u8 {
+        match self {
+            MemoryKind::Plain => 0,
+            MemoryKind::Fast => 1,
+            MemoryKind::Slow => 2,
+            MemoryKind::Device => 3,
+        }
+    }
+
     /// The name lama writes in its cache and shows: `plain`, `fast`, `slow`, `device`.
     pub fn name(self) -> &'static str {
         match self {
