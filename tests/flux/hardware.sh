@@ -64,6 +64,26 @@ hw_case "-N3 -n6 lama.map-by=numa lama.bind-to=core" "--map-by numa --bind-to co
 step_gpus=""; [ "$LAMA_FLUX_GPUS" -gt 0 ] || step_gpus="--step-gpus none"
 hw_case "-N3 -n6 lama.policy=auto" "--policy auto $step_gpus" -N3 -n6 -o lama.policy=auto
 
+# lama.mem by tier on the declared KNL (issue 49): each task's LAMA_MEMS (named, not bound: the
+# hardware is declared) is lama plan --mem's for its place on its node: the quadrant's DRAM for
+# local and interleave, its MCDRAM for hbm and prefer-hbm.
+if [ "$name" = 64intel64-fakeKNL-SNC4-hybrid ]; then
+  for mode in local hbm prefer-hbm interleave; do
+    timeout 120 "$flux" run --exclusive -N3 -n12 -o lama.policy=auto -o lama.mem=$mode -o userrc="$LAMA_FLUX_RC" \
+      sh -c 'echo T $FLUX_TASK_RANK ${LAMA_MEMS:-none}' >"$work/out" 2>"$work/err"
+    decode_map "$("$flux" job taskmap "$("$flux" job last)" 2>&1)" > "$work/assign"
+    want=$(for n in 0 1 2; do
+      paste -d' ' <(awk -v n=$n '$2 == n {print $1}' "$work/assign") \
+        <("$lama" plan --topology "$xml" --policy auto --np 4 --mem $mode --format json |
+          python3 -c 'import json,sys; [print(",".join(map(str, r["mems"]))) for r in json.load(sys.stdin)["ranks"]]')
+    done | sort -n)
+    got=$(awk '$1 == "T" {print $2, $3}' "$work/out" | sort -n)
+    if [ -n "$got" ] && [ "$got" = "$want" ] && [ "$(wc -l <<<"$got")" = 12 ]; then
+      ok "declared $name: lama.mem=$mode: each task's LAMA_MEMS is lama plan --mem's ($(awk '{print $2}' <<<"$got" | head -n 4 | paste -sd' ') on each node)"
+    else not_ok "declared $name: lama.mem=$mode" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+  done
+fi
+
 # lama.nics: each task's nearest NIC (the 2x8x2 Intel has one InfiniBand HCA), as lama plan names it.
 if [ "$name" = 32em64t-2n8c2t-pci-normalio ]; then
   timeout 120 "$flux" run --exclusive -N1 -n2 -o lama.map=scbnh -o lama.bind=1c -o lama.nics=1 -o userrc="$LAMA_FLUX_RC" \
