@@ -13,13 +13,28 @@ use common::{lama, stdout, topo};
 const OPTANE: &str = "fakememinitiators-1np2c+1npp+gi.fsroot.xml";
 const KNL: &str = "64intel64-fakeKNL-SNC4-hybrid.xml";
 
-/// Each rank's (mems, mempolicy) from the JSON plan.
-fn mems(args: &[&str]) -> Vec<(Vec<u64>, String)> {
-    let mut all = args.to_vec();
-    all.extend(["--format", "json"]);
-    let o = lama(&all, &[]);
+/// `lama plan --topology FILE --policy auto --np NP --mem MODE` and `extra` options.
+fn auto_mem(file: &str, np: &str, mode: &str, extra: &[&str]) -> std::process::Output {
+    let t = topo(file);
+    let mut args = vec![
+        "plan",
+        "--topology",
+        &t,
+        "--policy",
+        "auto",
+        "--np",
+        np,
+        "--mem",
+        mode,
+    ];
+    args.extend(extra);
+    lama(&args, &[])
+}
+
+/// Each rank's (mems, mempolicy) from a JSON plan's output.
+fn mems_of(o: &std::process::Output) -> Vec<(Vec<u64>, String)> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let v: Value = serde_json::from_str(&stdout(o)).expect("JSON");
     v["ranks"]
         .as_array()
         .expect("ranks")
@@ -34,6 +49,13 @@ fn mems(args: &[&str]) -> Vec<(Vec<u64>, String)> {
         .collect()
 }
 
+/// Each rank's (mems, mempolicy) under the policy.
+fn mems(file: &str, np: &str, mode: &str, extra: &[&str]) -> Vec<(Vec<u64>, String)> {
+    let mut extra = extra.to_vec();
+    extra.extend(["--format", "json"]);
+    mems_of(&auto_mem(file, np, mode, &extra))
+}
+
 fn each(nodes: &[&[u64]], policy: &str) -> Vec<(Vec<u64>, String)> {
     nodes
         .iter()
@@ -41,140 +63,85 @@ fn each(nodes: &[&[u64]], policy: &str) -> Vec<(Vec<u64>, String)> {
         .collect()
 }
 
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
 #[test]
 fn pmem_is_never_local_memory() {
-    let t = topo(OPTANE);
-    let base = ["plan", "--topology", &t, "--policy", "auto", "--np", "4"];
-    let with = |mode: &str| {
-        let mut a = base.to_vec();
-        a.extend(["--mem", mode]);
-        mems(&a)
-    };
-    assert_eq!(with("local"), each(&[&[5], &[6], &[8], &[9]], "bind"));
+    let four = each(&[&[5], &[6], &[8], &[9]], "bind");
+    assert_eq!(mems(OPTANE, "4", "local", &[]), four);
     assert_eq!(
-        with("interleave"),
+        mems(OPTANE, "4", "interleave", &[]),
         each(&[&[5], &[6], &[8], &[9]], "interleave")
     );
     // Two ranks, each over a package's two clusters: both of its DRAM nodes, pages spread.
-    let two = mems(&[
-        "plan",
-        "--topology",
-        &t,
-        "--policy",
-        "auto",
-        "--np",
-        "2",
-        "--mem",
-        "interleave",
-    ]);
-    assert_eq!(two, each(&[&[5, 6], &[8, 9]], "interleave"));
+    assert_eq!(
+        mems(OPTANE, "2", "interleave", &[]),
+        each(&[&[5, 6], &[8, 9]], "interleave")
+    );
     // The same through an expert map.
-    let mapped = mems(&[
-        "plan",
-        "--topology",
-        &t,
-        "--map-by",
-        "numa",
-        "--bind-to",
-        "numa",
-        "--np",
-        "4",
-        "--mem",
-        "local",
-    ]);
-    assert_eq!(mapped, each(&[&[5], &[6], &[8], &[9]], "bind"));
+    let t = topo(OPTANE);
+    let mapped = lama(
+        &[
+            "plan",
+            "--topology",
+            &t,
+            "--map-by",
+            "numa",
+            "--bind-to",
+            "numa",
+            "--np",
+            "4",
+        ]
+        .into_iter()
+        .chain(["--mem", "local", "--format", "json"])
+        .collect::<Vec<_>>(),
+        &[],
+    );
+    assert_eq!(mems_of(&mapped), four);
 }
 
 #[test]
 fn hbm_on_the_knl_is_each_quadrants_mcdram() {
-    let t = topo(KNL);
-    let with = |mode: &str| {
-        mems(&[
-            "plan",
-            "--topology",
-            &t,
-            "--policy",
-            "auto",
-            "--np",
-            "4",
-            "--mem",
-            mode,
-        ])
-    };
-    assert_eq!(with("local"), each(&[&[0], &[1], &[2], &[3]], "bind"));
-    assert_eq!(with("hbm"), each(&[&[7], &[4], &[5], &[6]], "bind"));
     assert_eq!(
-        with("prefer-hbm"),
-        each(&[&[7], &[4], &[5], &[6]], "preferred-many")
+        mems(KNL, "4", "local", &[]),
+        each(&[&[0], &[1], &[2], &[3]], "bind")
+    );
+    let mcdram: &[&[u64]] = &[&[7], &[4], &[5], &[6]];
+    assert_eq!(mems(KNL, "4", "hbm", &[]), each(mcdram, "bind"));
+    assert_eq!(
+        mems(KNL, "4", "prefer-hbm", &[]),
+        each(mcdram, "preferred-many")
     );
 }
 
 #[test]
 fn hbm_where_there_is_none_is_refused_naming_the_rank_and_node() {
-    let t = topo(OPTANE);
-    let o = lama(
-        &[
-            "plan",
-            "--topology",
-            &t,
-            "--policy",
-            "auto",
-            "--np",
-            "4",
-            "--mem",
-            "hbm",
-        ],
-        &[],
-    );
+    let o = auto_mem(OPTANE, "4", "hbm", &[]);
     assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = stderr(&o);
     assert!(err.contains("--mem: rank 0 on node 0"), "{err}");
-    assert!(
-        err.contains(
-            "no memory faster than the default memory (NUMA nodes 5) is local to cpus 0-1"
-        ),
-        "{err}"
-    );
-    let o = lama(
-        &["plan", "--topology", &t, "--np", "2", "--mem", "fast"],
-        &[],
-    );
+    let why = "no memory faster than the default memory (NUMA nodes 5) is local to cpus 0-1";
+    assert!(err.contains(why), "{err}");
+    let o = auto_mem(OPTANE, "2", "fast", &[]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("local, hbm, prefer-hbm, interleave"));
+    assert!(stderr(&o).contains("local, hbm, prefer-hbm, interleave"));
 }
 
 #[test]
 fn the_text_form_shows_nodes_and_policy() {
-    let t = topo(KNL);
-    let o = lama(
-        &[
-            "plan",
-            "--topology",
-            &t,
-            "--policy",
-            "auto",
-            "--np",
-            "4",
-            "--mem",
-            "prefer-hbm",
-        ],
-        &[],
-    );
-    let text = stdout(&o);
+    let text = stdout(&auto_mem(KNL, "4", "prefer-hbm", &[]));
     let tails: Vec<&str> = text
         .lines()
         .filter(|l| l.trim_start().starts_with("rank "))
         .map(|l| l.rsplit("  ").next().unwrap_or_default())
         .collect();
-    assert_eq!(
-        tails,
-        vec![
-            "mems 7 preferred-many",
-            "mems 4 preferred-many",
-            "mems 5 preferred-many",
-            "mems 6 preferred-many"
-        ]
-    );
+    let want: Vec<String> = [7, 4, 5, 6]
+        .iter()
+        .map(|n| format!("mems {n} preferred-many"))
+        .collect();
+    assert_eq!(tails, want);
 }
 
 /// hwloc's `fakeheteromemtiers` (a qemu guest with DAX memory): CPUs 0-1 have DRAM node 0 and
@@ -182,55 +149,16 @@ fn the_text_form_shows_nodes_and_policy() {
 /// PMem node 9, so HBM is their default memory.
 #[test]
 fn dram_then_hbm_then_pmem_on_a_machine_of_every_tier() {
-    let t = topo("fakeheteromemtiers.fsroot.xml");
-    let with = |mode: &str| {
-        mems(&[
-            "plan",
-            "--topology",
-            &t,
-            "--policy",
-            "auto",
-            "--np",
-            "3",
-            "--mem",
-            mode,
-        ])
-    };
-    assert_eq!(with("local"), each(&[&[0], &[1], &[2]], "bind"));
-    let o = lama(
-        &[
-            "plan",
-            "--topology",
-            &t,
-            "--policy",
-            "auto",
-            "--np",
-            "3",
-            "--mem",
-            "hbm",
-        ],
-        &[],
+    const TIERS: &str = "fakeheteromemtiers.fsroot.xml";
+    assert_eq!(
+        mems(TIERS, "3", "local", &[]),
+        each(&[&[0], &[1], &[2]], "bind")
     );
+    let o = auto_mem(TIERS, "3", "hbm", &[]);
     assert!(!o.status.success());
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("rank 0 on node 0"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(stderr(&o).contains("rank 0 on node 0"), "{}", stderr(&o));
     // Ranks on CPUs 2-3 and 4-5 only: their HBM.
-    let hbm = mems(&[
-        "plan",
-        "--topology",
-        &t,
-        "--policy",
-        "auto",
-        "--np",
-        "2",
-        "--restrict",
-        "2-5",
-        "--mem",
-        "hbm",
-    ]);
+    let hbm = mems(TIERS, "2", "hbm", &["--restrict", "2-5"]);
     assert_eq!(hbm, each(&[&[4], &[2]], "bind"));
 }
 
@@ -239,32 +167,7 @@ fn dram_then_hbm_then_pmem_on_a_machine_of_every_tier() {
 /// memory is never a domain nor local memory, nor a faster tier.
 #[test]
 fn gpu_memory_is_never_local() {
-    let t = topo("nvidiagpunumanodes-kept.fsroot.xml");
-    let local = mems(&[
-        "plan",
-        "--topology",
-        &t,
-        "--policy",
-        "auto",
-        "--np",
-        "2",
-        "--mem",
-        "local",
-    ]);
-    assert_eq!(local, each(&[&[0], &[8]], "bind"));
-    let o = lama(
-        &[
-            "plan",
-            "--topology",
-            &t,
-            "--policy",
-            "auto",
-            "--np",
-            "2",
-            "--mem",
-            "hbm",
-        ],
-        &[],
-    );
-    assert!(!o.status.success());
+    const P9: &str = "nvidiagpunumanodes-kept.fsroot.xml";
+    assert_eq!(mems(P9, "2", "local", &[]), each(&[&[0], &[8]], "bind"));
+    assert!(!auto_mem(P9, "2", "hbm", &[]).status.success());
 }
