@@ -26,7 +26,10 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${LAMA_GUEST_CACHE:-/var/cache/lama/guest}
 port=${LAMA_GUEST_PORT:-2222}
 packages=(linux-image-amd64 systemd systemd-sysv dbus udev openssh-server slurm-wlm slurm-client
-  munge hwloc numactl bpftool procps iproute2 python3 libpmix2)
+  munge hwloc numactl bpftool procps iproute2 python3 libpmix2
+  # What the host-built flux-core (contrib/flux-build.sh, shared read-only) needs to run here.
+  libzmq5 libjansson4 liblz4-1 libarchive13 libsqlite3-0 lua5.3 liblua5.3-0 lua-posix
+  libpython3.11 python3-cffi python3-ply python3-yaml jq)
 # A change to how the image is made changes this stamp (and so its folder).
 recipe=3
 key=$(printf '%s\n' "${packages[@]}" "recipe $recipe" | sha256sum | cut -c1-12)

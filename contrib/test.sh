@@ -116,7 +116,8 @@ for r in "${releases[@]}"; do
 done
 
 echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes and memory tiers, hardware threads (contrib/guest.sh)"
-tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
+LAMA_GUEST_FLUX=$flux_prefix LAMA_GUEST_FLUX_PLUGIN=target/debug/liblama_flux.so \
+  tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
 
 echo "== the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh)"
 tests/flux/plugin.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"

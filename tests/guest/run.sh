@@ -6,6 +6,8 @@
 # the guest runs the host-built lama, plugin and helper unchanged.
 # Usage: tests/guest/run.sh LAMA PLUGINS_DIR [PREFIX...]
 #   PLUGINS_DIR holds VERSION/liblama_spank.so for each release (tests/headers.sh's layout).
+#   With LAMA_GUEST_FLUX=FLUX_PREFIX (contrib/flux-build.sh's) and LAMA_GUEST_FLUX_PLUGIN=SO,
+#   Flux runs there too (tests/guest/flux.sh), its prefix shared read-only at the same path.
 # Prints the suite's lines, and the time the guest took.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,6 +19,8 @@ started=$(date +%s)
 run=$(mktemp -d /tmp/lama-guest.XXXXXX)
 shares=("top=$top")
 for p in "${prefixes[@]}"; do shares+=("p=$p"); done
+flux=${LAMA_GUEST_FLUX:-}
+[ -z "$flux" ] || shares+=("f=$flux")
 trap '"$top/contrib/guest.sh" stop "$run" >/dev/null 2>&1; rm -rf "$run"' EXIT
 if ! "$top/contrib/guest.sh" start "$run" "${shares[@]}" 2>"$run/start.err"; then
   echo "not ok - the guest boots"
@@ -38,5 +42,10 @@ for p in /usr "${prefixes[@]}"; do
   "$top/contrib/guest.sh" ssh "$run" bash "$top/tests/guest/suite.sh" "$p" "$lama" "$plugin" "$top" 2>&1
   echo "# Slurm $version in the guest: $(( $(date +%s) - t )) s"
 done
+if [ -n "$flux" ]; then
+  t=$(date +%s)
+  "$top/contrib/guest.sh" ssh "$run" bash "$top/tests/guest/flux.sh" "$flux" "$lama" "$(realpath "$LAMA_GUEST_FLUX_PLUGIN")" 2>&1
+  echo "# Flux in the guest: $(( $(date +%s) - t )) s"
+fi
 "$top/contrib/guest.sh" stop "$run" >/dev/null 2>&1
 echo "# the guest took $(( $(date +%s) - started )) s in all (boot $booted s)"

@@ -47,6 +47,9 @@ SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=128
 GresTypes=gpu
 MpiDefault=none
+# TCG is slow, and a busy host slower: launch messages get time (the default 10 s was seen to
+# run out).
+MessageTimeout=60
 ReturnToService=2
 NodeName=guest $hw Gres=gpu:4 State=UNKNOWN
 PartitionName=debug Nodes=guest Default=YES MaxTime=INFINITE State=UP
