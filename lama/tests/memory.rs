@@ -152,26 +152,23 @@ fn the_cache_keeps_each_nodes_kind_and_memory_attributes() {
         .expect("the Optane machine");
     let m = load(&path);
     let by_os = |os: u32| m.numa.iter().find(|n| n.os_index == os).expect("a node");
-    for os in [5, 6, 8, 9] {
-        let n = by_os(os);
-        assert!(n.default, "node {os}");
-        assert_eq!(n.kind, lama::tiers::MemoryKind::Plain);
-        assert_eq!(
-            (n.bandwidth, n.latency),
-            (Some(131072), Some(26)),
-            "node {os}"
-        );
-        assert!(n.capacity > 99_000_000_000, "node {os}: {}", n.capacity);
-    }
-    for os in [7, 10] {
-        let n = by_os(os);
-        assert!(!n.default, "node {os}");
-        assert_eq!(n.kind, lama::tiers::MemoryKind::Slow);
-        assert_eq!(
-            (n.bandwidth, n.latency),
-            (Some(78644), Some(77)),
-            "node {os}"
-        );
-        assert!(n.capacity > 790_000_000_000, "node {os}: {}", n.capacity);
+    use lama::tiers::MemoryKind::{Plain, Slow};
+    // (nodes, default, kind, bandwidth, latency, least capacity), as the XML has them.
+    let dram = (
+        [5, 6, 8, 9].as_slice(),
+        true,
+        Plain,
+        131072,
+        26,
+        99_000_000_000,
+    );
+    let pmem = ([7, 10].as_slice(), false, Slow, 78644, 77, 790_000_000_000);
+    for (nodes, default, kind, bw, lat, least) in [dram, pmem] {
+        for &os in nodes {
+            let n = by_os(os);
+            assert_eq!((n.default, n.kind), (default, kind), "node {os}");
+            assert_eq!((n.bandwidth, n.latency), (Some(bw), Some(lat)), "node {os}");
+            assert!(n.capacity > least, "node {os}: {}", n.capacity);
+        }
     }
 }
