@@ -302,13 +302,22 @@ fn main() {
         &spank_h,
         false,
     );
-    check(
-        "the SPANK error codes",
-        &spank_errors(&read(&errno_h), &errno_h),
-        ERRORS,
-        &errno_h,
-        true,
-    );
+    let errors = spank_errors(&read(&errno_h), &errno_h);
+    check("the SPANK error codes", &errors, ERRORS, &errno_h, true);
+    // 25.05 and later read `slurm_spank_init_failure_mode` (ESPANK_NODE_FAILURE or
+    // ESPANK_JOB_FAILURE) when a required plugin's `slurm_spank_init` fails.
+    let code_of = |name: &str| errors.iter().position(|e| e == name).map(|i| 3000 + i);
+    let modes = match (
+        code_of("ESPANK_NODE_FAILURE"),
+        code_of("ESPANK_JOB_FAILURE"),
+    ) {
+        (Some(node), Some(job)) if spank.contains("slurm_spank_init_failure_mode") => {
+            println!("cargo:rustc-cfg=init_failure_mode");
+            format!("/// `ESPANK_NODE_FAILURE` and `ESPANK_JOB_FAILURE` of these headers.\npub const INIT_FAILURE_CODES: (i32, i32) = ({node}, {job});\n")
+        }
+        _ => String::new(),
+    };
+    println!("cargo:rustc-check-cfg=cfg(init_failure_mode)");
     check(
         "struct spank_option",
         &struct_fields(&spank, "spank_option", &spank_h),
@@ -322,7 +331,7 @@ fn main() {
     };
     let out = PathBuf::from(out).join("slurm_version.rs");
     let code = format!(
-        "/// The Slurm release this plugin was built against (`SLURM_VERSION_NUMBER`).\npub const SLURM_VERSION: u32 = {version:#x};\n"
+        "/// The Slurm release this plugin was built against (`SLURM_VERSION_NUMBER`).\npub const SLURM_VERSION: u32 = {version:#x};\n{modes}"
     );
     if let Err(e) = std::fs::write(&out, code) {
         die(format!("cannot write {}: {e}", out.display()));

@@ -40,10 +40,14 @@ for inc in "$@"; do
   fi
   # Slurm calls every slurm_spank_* callback a plugin exports (some once per task): only those
   # lama implements may be there.
-  hooks=$(nm -D --defined-only "$out/$release/liblama_spank.so" | awk '$3 ~ /^slurm_spank_/ {print $3}' | sort | tr '\n' ' ')
-  want_hooks="slurm_spank_init slurm_spank_init_post_opt slurm_spank_local_user_init slurm_spank_task_init slurm_spank_user_init "
+  # From 25.05 Slurm also reads slurm_spank_init_failure_mode, which lama declares (writable
+  # data: `init-failure=` sets it) where the headers know it.
+  hooks=$(nm -D --defined-only "$out/$release/liblama_spank.so" | awk '$3 ~ /^slurm_spank_/ {print $2, $3}' | sort -k2 | tr '\n' ' ')
+  want_hooks="T slurm_spank_init "
+  grep -q slurm_spank_init_failure_mode "$inc/slurm/spank.h" && want_hooks+="D slurm_spank_init_failure_mode "
+  want_hooks+="T slurm_spank_init_post_opt T slurm_spank_local_user_init T slurm_spank_task_init T slurm_spank_user_init "
   if [ "$hooks" = "$want_hooks" ]; then
-    echo "ok - plugin built against Slurm $release headers exports only the callbacks lama implements"
+    echo "ok - plugin built against Slurm $release headers exports only the callbacks lama implements$(grep -q 'D slurm_spank_init_failure' <<<"$hooks" && echo ', and slurm_spank_init_failure_mode')"
   else
     echo "not ok - plugin built against Slurm $release headers exports callbacks '$hooks', want '$want_hooks'"
   fi

@@ -2,7 +2,9 @@
 //! numbers, one node's placement and the task-map check. Expected values are worked by hand.
 
 use lama::locality::Locality;
-use lama::plugin::{cores_to_cpus, node_devices, place_node, Apply, Options, Settings, StepError};
+use lama::plugin::{
+    cores_to_cpus, node_devices, place_node, Apply, InitFailure, Options, Settings, StepError,
+};
 use lama::slurm::{check_node, check_step_map, check_task, cpu_bind_env, MapCheck, StepEnv};
 use lama::taskmap::TaskMap;
 use lama::{Level, NodeTopology};
@@ -62,6 +64,38 @@ fn settings_errors_name_the_argument_and_what_is_valid() {
     assert!(e.contains("map") && e.contains("map-by"));
     let e = err_text(Settings::parse(&["bind=1q"]));
     assert!(e.contains("bind '1q'"), "{e}");
+}
+
+#[test]
+fn init_failure_is_read_even_when_the_other_arguments_are_broken() {
+    assert_eq!(
+        Settings::parse::<&str>(&[]).unwrap().init_failure,
+        InitFailure::Node
+    );
+    let s = Settings::parse(&["init-failure=job"]).unwrap();
+    assert_eq!(s.init_failure, InitFailure::Job);
+    let e = err_text(Settings::parse(&["init-failure=requeue"]));
+    assert!(
+        e.contains("init-failure=requeue") && e.contains("node") && e.contains("job"),
+        "{e}"
+    );
+    // The line that fails to parse still says how its failure is to be taken.
+    let broken = ["init-failure=job", "polcy=auto"];
+    assert!(Settings::parse(&broken).is_err());
+    assert_eq!(Settings::init_failure_of(&broken), InitFailure::Job);
+    assert_eq!(
+        Settings::init_failure_of(&["polcy=auto"]),
+        InitFailure::Node
+    );
+    // A bad value of its own leaves Slurm's default.
+    assert_eq!(
+        Settings::init_failure_of(&["init-failure=maybe"]),
+        InitFailure::Node
+    );
+    assert_eq!(
+        Settings::init_failure_of(&["init-failure=node", "init-failure=job"]),
+        InitFailure::Job
+    );
 }
 
 #[test]
@@ -388,6 +422,7 @@ fn every_documented_plugstack_argument_is_accepted() {
         "policy" => "auto",
         "mem" => "local",
         "apply" => "always",
+        "init-failure" => "job",
         "cache" => "/run/lama",
         "topology" | "weights" => "/some/file",
         _ => "yes",

@@ -15,11 +15,14 @@
 use std::error::Error;
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_uint};
-use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(init_failure_mode)]
+use std::sync::atomic::AtomicI32;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+use lama::plugin::InitFailure;
 use slurm_spank::spank_sys::{self, spank_t};
-use slurm_spank::{init_spank_handle, spank_callback_with_globals, Context, SpankHandle};
+use slurm_spank::{init_spank_handle, spank_callback_with_globals, Context, LogLevel, SpankHandle};
 
 use crate::{fail, Lama, SLURM_VERSION};
 
@@ -53,9 +56,64 @@ macro_rules! hook {
         /// Called by Slurm; runs [`Lama`]'s callback of the same name.
         #[no_mangle]
         pub extern "C" fn $symbol(spank: spank_t, ac: c_int, argv: *const *const c_char) -> c_int {
+            static CALLS: AtomicUsize = AtomicUsize::new(0);
+            if !first_load(&CALLS) {
+                return 0;
+            }
             dispatch!(spank, ac, argv, $method $(, $first)?)
         }
     };
+}
+
+/// How many `plugstack.conf` lines load lama in this process: Slurm runs `slurm_spank_init`
+/// once per line. Two lines naming the same file share one copy of the plugin (dlopen), so its
+/// state, and each would register the options again (Slurm then warns once per option) and act
+/// on every step twice.
+static LOADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether this call of a hook is the first load's. Slurm calls each hook once per load, in
+/// the stack's order, so the calls of one hook cycle through the loads; a task, forked from
+/// slurmstepd before its first task hook, starts that cycle afresh.
+fn first_load(calls: &AtomicUsize) -> bool {
+    let loads = LOADS.load(Ordering::Acquire).max(1);
+    calls.fetch_add(1, Ordering::AcqRel).is_multiple_of(loads)
+}
+
+/// Called by Slurm once per `plugstack.conf` line that loads lama: the first registers the
+/// options and reads the line's arguments; any other does nothing, and the second says so.
+#[no_mangle]
+pub extern "C" fn slurm_spank_init(spank: spank_t, ac: c_int, argv: *const *const c_char) -> c_int {
+    match LOADS.fetch_add(1, Ordering::AcqRel) {
+        0 => dispatch!(spank, ac, argv, init, register_options),
+        1 => {
+            crate::log(
+                LogLevel::Info,
+                "lama: plugstack.conf loads lama more than once (a second line naming it, or plugstack.conf.d included twice); only the first line acts, with its own arguments: remove the others",
+            );
+            0
+        }
+        _ => 0,
+    }
+}
+
+/// What Slurm 25.05 and later do when `slurm_spank_init` fails (`init-failure=`), read at
+/// that moment; Slurm's own default until the arguments are read.
+#[cfg(init_failure_mode)]
+#[no_mangle]
+pub static slurm_spank_init_failure_mode: AtomicI32 = AtomicI32::new(crate::INIT_FAILURE_CODES.0);
+
+/// Sets [`slurm_spank_init_failure_mode`] from the arguments (a release without it ignores this).
+pub(crate) fn set_init_failure(mode: InitFailure) {
+    #[cfg(init_failure_mode)]
+    slurm_spank_init_failure_mode.store(
+        match mode {
+            InitFailure::Node => crate::INIT_FAILURE_CODES.0,
+            InitFailure::Job => crate::INIT_FAILURE_CODES.1,
+        },
+        Ordering::Release,
+    );
+    #[cfg(not(init_failure_mode))]
+    let _ = mode;
 }
 
 /// Before `init`: registers the `--lama-*` options where users give them (srun, sbatch,
@@ -70,7 +128,6 @@ fn register_options(spank: spank_t, handle: &SpankHandle) -> Result<(), Box<dyn 
     Ok(())
 }
 
-hook!(slurm_spank_init, init, register_options);
 hook!(slurm_spank_init_post_opt, init_post_opt);
 hook!(slurm_spank_local_user_init, local_user_init);
 hook!(slurm_spank_user_init, user_init);
@@ -105,6 +162,10 @@ pub extern "C" fn slurm_spank_task_init(
     ac: c_int,
     argv: *const *const c_char,
 ) -> c_int {
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    if !first_load(&CALLS) {
+        return 0;
+    }
     let map = TASK_MAP_ONLY
         .load(Ordering::Acquire)
         .then(|| TASK_MAP.get())

@@ -435,6 +435,7 @@ unsafe impl Plugin for Lama {
         let args = spank
             .plugin_argv()
             .map_err(|e| fail(&format!("plugstack.conf arguments: {e}")))?;
+        exports::set_init_failure(Settings::init_failure_of(&args));
         self.settings = Settings::parse(&args).map_err(|e| fail(&e.to_string()))?;
         if ctx == Context::Slurmd && self.settings.topology.is_none() {
             node::write_cache(&self.settings);

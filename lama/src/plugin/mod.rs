@@ -27,6 +27,6 @@ pub use node::{
     usable_cpus, verbose_extras, verbose_mems, AutoPlaced, TaskBinding,
 };
 pub use options::{
-    env_name, Apply, GpuVisibility, OptionInfo, Options, Placing, SettingInfo, Settings,
-    ThreadRequest, ENV_PREFIX, OMP_VARIABLES, OPTIONS, SETTINGS,
+    env_name, Apply, GpuVisibility, InitFailure, OptionInfo, Options, Placing, SettingInfo,
+    Settings, ThreadRequest, ENV_PREFIX, OMP_VARIABLES, OPTIONS, SETTINGS,
 };

@@ -118,7 +118,7 @@ pub struct SettingInfo {
 }
 
 /// Every `plugstack.conf` argument, in manual-page order.
-pub const SETTINGS: [SettingInfo; 22] = [
+pub const SETTINGS: [SettingInfo; 23] = [
     SettingInfo { key: "policy", value: "auto|none", meaning: "auto: every step is placed by the automatic policy unless it gives a map, --lama-policy=none or --lama-off (default none)" },
     SettingInfo { key: "mem", value: "local|hbm|prefer-hbm|interleave|none", meaning: "default --lama-mem (default none)" },
     SettingInfo { key: "map", value: "STR", meaning: "default --lama-map" },
@@ -141,4 +141,5 @@ pub const SETTINGS: [SettingInfo; 22] = [
     SettingInfo { key: "topology", value: "FILE", meaning: "place on this hwloc XML instead of the machine: CPUs are computed and exported, not bound (what-if clusters)" },
     SettingInfo { key: "cache", value: "DIR|none", meaning: "where slurmd saves the machine's topology at start for the steps to load (default /run/lama); used only when root owns the folder and the file, no one else may write to them and neither is a symbolic link; under Flux, where each job's shell keeps what it read of its node's XML (default /tmp/lama-%u, %u the user id; trusted when root or that user owns it)" },
     SettingInfo { key: "weights", value: "FILE", meaning: "device weights (OBJECT ----W---> DEVICE lines) for NIC and GPU choice" },
+    SettingInfo { key: "init-failure", value: "node|job", meaning: "Slurm 25.05 and later, a required lama that cannot start in a batch job's slurmstepd (a broken plugstack.conf line): node drains the node and requeues the job (Slurm's default), job fails the job and keeps the node in service" },
 ];

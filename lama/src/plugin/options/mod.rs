@@ -175,6 +175,18 @@ pub enum Apply {
     Always,
 }
 
+/// What Slurm 25.05 and later do when the plugin cannot start in a batch job's slurmstepd
+/// (`init-failure=` in `plugstack.conf`). Only a broken site configuration fails the plugin's
+/// start there: users' options are checked later, and never fail it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InitFailure {
+    /// Drain the node and requeue the job: Slurm's default (`ESPANK_NODE_FAILURE`).
+    #[default]
+    Node,
+    /// Fail the job and leave the node in service (`ESPANK_JOB_FAILURE`).
+    Job,
+}
+
 /// The admin's `plugstack.conf` arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -195,6 +207,8 @@ pub struct Settings {
     pub cache: Option<PathBuf>,
     /// `weights=FILE`: device weights (`OBJECT ----W---> DEVICE` lines) for NIC and GPU choice.
     pub weights: Option<PathBuf>,
+    /// `init-failure=node|job`.
+    pub init_failure: InitFailure,
 }
 
 impl Default for Settings {
@@ -207,6 +221,7 @@ impl Default for Settings {
             topology: None,
             cache: Some(PathBuf::from("/run/lama")),
             weights: None,
+            init_failure: InitFailure::Node,
         }
     }
 }

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use super::extras::device_count;
 use super::{
-    build, catalogue::OPTIONS, catalogue::SETTINGS, policy, Apply, GpuVisibility, Settings,
+    build, catalogue::OPTIONS, catalogue::SETTINGS, policy, Apply, GpuVisibility, InitFailure,
+    Settings,
 };
 use crate::openmp::{ProcBind, Threads};
 use crate::plugin::error::StepError;
@@ -31,7 +32,28 @@ fn yes_no(key: &str, value: &str) -> Result<bool, StepError> {
     }
 }
 
+fn init_failure(value: &str) -> Result<InitFailure, StepError> {
+    match value {
+        "node" => Ok(InitFailure::Node),
+        "job" => Ok(InitFailure::Job),
+        _ => Err(StepError::Setting(format!(
+            "invalid init-failure={}; valid: node (drain the node, Slurm's default) or job (fail the job, keep the node)",
+            crate::quote::cut(value)
+        ))),
+    }
+}
+
 impl Settings {
+    /// The `init-failure=` argument alone, read before the others so that it holds when they
+    /// are what is broken; [`InitFailure::Node`] unless one valid value is given (the last wins).
+    pub fn init_failure_of<S: AsRef<str>>(args: &[S]) -> InitFailure {
+        args.iter()
+            .filter_map(|a| a.as_ref().strip_prefix("init-failure="))
+            .filter_map(|v| init_failure(v).ok())
+            .last()
+            .unwrap_or_default()
+    }
+
     /// Reads the plugin's `plugstack.conf` arguments (`key=value` words) and checks the default
     /// option values.
     pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Settings, StepError> {
@@ -58,6 +80,7 @@ impl Settings {
                     }
                 }
                 "taskmap" => s.taskmap = yes_no(key, value)?,
+                "init-failure" => s.init_failure = init_failure(value)?,
                 "verbose" => s.verbose = yes_no(key, value)?,
                 "topology" if !value.is_empty() => s.topology = Some(PathBuf::from(value)),
                 "topology" => {
