@@ -14,22 +14,27 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
 kind=${1:-}
+# Where cargo builds (CARGO_TARGET_DIR, as cargo reads it; default target).
+bin=${CARGO_TARGET_DIR:-$top/target}/release
 out=${LAMA_PACKAGE_DIR:-$top/target/package}
 die() { echo "package: $*" >&2; exit 1; }
 
 version=$(awk -F'"' '/^\[workspace.package\]/ {w = 1} w && $1 ~ /^version/ {print $2; exit}' Cargo.toml)
 include=${SLURM_INCLUDE_DIR:-/usr/include}
 slurm=$(contrib/slurm-version.sh "$include") || die "cannot tell the Slurm release of $include"
-# Every later release sorts at or above major.(minor+1): the plugin must not be loaded by one.
+# Slurm checks a SPANK plugin's major.minor only: the package requires that release, any
+# maintenance version (a plugin built on 24.11.7's headers loads on Debian's 24.11.5). Every
+# later release sorts at or above major.(minor+1)~: the plugin must not be loaded by one.
 minor=${slurm#*.}
 minor=${minor%%.*}
+release=${slurm%%.*}.$minor
 next=$(printf '%s.%02d' "${slurm%%.*}" $((10#$minor + 1)))
 
 build() {
   contrib/deps.sh
   cargo build --release --quiet -p lama-spank -p lama-probe -p lama-cli -p lama-flux
   rm -rf "$out/gen"
-  target/release/lama generate "$out/gen"
+  "$bin/lama" generate "$out/gen"
 }
 
 deb() {
@@ -45,14 +50,14 @@ deb() {
     "$root/usr/share/man/man1" "$root/usr/share/man/man8" "$root/etc/slurm/plugstack.conf.d" \
     "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
     "$root/usr/lib/$multiarch/lama" "$root/etc/flux/shell/lua.d"
-  install -m 0755 -s target/release/lama "$root/usr/bin/lama"
+  install -m 0755 -s "$bin/lama" "$root/usr/bin/lama"
   # Slurm's own plugins are 0644 shared objects in its plugin directory.
-  install -m 0644 -s target/release/liblama_spank.so "$root/usr/lib/$multiarch/slurm-wlm/lama.so"
+  install -m 0644 -s "$bin/liblama_spank.so" "$root/usr/lib/$multiarch/slurm-wlm/lama.so"
   # The plugin's hwloc helper, which it loads from its own folder when it must read a node.
-  install -m 0644 -s target/release/liblama_probe.so "$root/usr/lib/$multiarch/slurm-wlm/liblama_probe.so"
+  install -m 0644 -s "$bin/liblama_probe.so" "$root/usr/lib/$multiarch/slurm-wlm/liblama_probe.so"
   # The Flux shell plugin, outside Flux's plugin folder (whose every .so each job loads): the
   # lua.d file below loads it once uncommented.
-  install -m 0644 -s target/release/liblama_flux.so "$root/usr/lib/$multiarch/lama/flux-lama.so"
+  install -m 0644 -s "$bin/liblama_flux.so" "$root/usr/lib/$multiarch/lama/flux-lama.so"
   sed "s#@PLUGIN@#/usr/lib/$multiarch/lama/flux-lama.so#" contrib/packaging/flux-lama.lua \
     > "$root/etc/flux/shell/lua.d/lama.lua"
   chmod 0644 "$root/etc/flux/shell/lua.d/lama.lua"
@@ -91,7 +96,7 @@ Version: $version
 Architecture: $arch
 Maintainer: lama developers <lama-devel@lists.example.org>
 Installed-Size: $size
-Depends: $shlibs, slurm-client (>= $slurm) | slurm-smd-client (>= $slurm), slurm-client (<< $next~) | slurm-smd-client (<< $next~)
+Depends: $shlibs, slurm-client (>= $release) | slurm-smd-client (>= $release), slurm-client (<< $next~) | slurm-smd-client (<< $next~)
 Enhances: slurmd
 Section: admin
 Priority: optional
@@ -102,7 +107,7 @@ Description: topology-aware task placement for Slurm and Flux (LAMA)
  binds them, gives them their nearest NICs and GPUs and OpenMP thread
  places, and exports the step's task map (Flux RFC 34) as TASK_MAP.
  .
- Built for Slurm $slurm; enable it in plugstack.conf (see
+ Built for Slurm $release ($slurm's headers); enable it in plugstack.conf (see
  /etc/slurm/plugstack.conf.d/lama.conf). Also ships the lama command,
  which previews placements and converts task maps, and a Flux shell
  plugin with the same placement (see /etc/flux/shell/lua.d/lama.lua).
@@ -128,7 +133,7 @@ rpm_pkg() {
   # target directory); --nodeps: this Debian machine's rpm database has no slurm package.
   rpmbuild -bb --nodeps --quiet \
     --define "_topdir $topdir" --define "lama_version $version" --define "lama_tree $top" \
-    --define "slurm_version $slurm" --define "slurm_next $next" --define "__brp_compress /bin/true" \
+    --define "slurm_version $slurm" --define "slurm_release $release" --define "slurm_next $next" --define "__brp_compress /bin/true" \
     contrib/lama-slurm.spec >&2
   find "$topdir/RPMS" -name '*.rpm' -print
 }

@@ -22,9 +22,9 @@ else not_ok "Debian package" "$(tail -n 30 "$work/build.err")"; exit 0; fi
 depends=$(dpkg-deb -f "$deb" Depends)
 slurm=$(dpkg-query -W -f='${Version}' slurm-client | sed 's/-.*//')
 mm=${slurm%.*}
-if grep -q "slurm-client (>= $slurm)" <<<"$depends" && grep -q "slurm-client (<< ${mm%.*}.$(printf '%02d' $((10#${mm#*.} + 1)))~)" <<<"$depends" \
+if grep -q "slurm-client (>= $mm)" <<<"$depends" && grep -q "slurm-client (<< ${mm%.*}.$(printf '%02d' $((10#${mm#*.} + 1)))~)" <<<"$depends" \
   && grep -q 'libhwloc15' <<<"$depends"; then
-  ok "the package requires hwloc and Slurm $mm (this machine's $slurm), not another release: $depends"
+  ok "the package requires hwloc and Slurm $mm (this machine's $slurm, or any other $mm.x), not another release: $depends"
 else not_ok "package dependencies" "$depends"; fi
 
 if ! dpkg -i "$deb" >"$work/install.log" 2>&1; then not_ok "dpkg -i" "$(cat "$work/install.log")"; exit 0; fi
@@ -98,19 +98,20 @@ rpmfile=$(contrib/package.sh rpm 2>"$work/rpm.err" | tail -n 1)
 if [ -f "$rpmfile" ]; then
   req=$(rpm -qp --requires "$rpmfile" 2>/dev/null)
   files=$(rpm -qpl "$rpmfile" 2>/dev/null)
-  if grep -qx "slurm >= $slurm" <<<"$req" && grep -q "^slurm < " <<<"$req" && grep -q '/slurm/lama.so$' <<<"$files" && grep -q '/slurm/liblama_probe.so$' <<<"$files" && grep -q '/lama/flux-lama.so$' <<<"$files" \
+  if grep -qx "slurm >= $mm" <<<"$req" && grep -q "^slurm < " <<<"$req" && grep -q '/slurm/lama.so$' <<<"$files" && grep -q '/slurm/liblama_probe.so$' <<<"$files" && grep -q '/lama/flux-lama.so$' <<<"$files" \
     && grep -q 'man8/lama-spank.8' <<<"$files" && grep -q '/usr/bin/lama$' <<<"$files"; then
     ok "RPM built with rpmbuild: $(basename "$rpmfile") requires $(grep '^slurm' <<<"$req" | tr '\n' ' ')"
   else not_ok "RPM contents" "$req" "$files"; fi
 else not_ok "RPM build" "$(tail -n 30 "$work/rpm.err")"; fi
 
 # A site on another release, Debian's or SchedMD's packages (slurm-smd-client): a package built
-# against Slurm 24.11's headers requires 24.11 under either name, and dpkg refuses it on this
+# against Slurm 24.11's headers requires 24.11 (any 24.11.x) under either name, and dpkg refuses it on this
 # machine's 22.05 with the reason, configuring nothing.
 headers=$(ls -d "${LAMA_SHARED:-$top/../shared}"/vendor/slurm-headers/24.11.* 2>/dev/null | tail -n 1)
 if [ -z "$headers" ]; then not_ok "Slurm 24.11 headers in the shared vendor folder" "none found"
 else
   v=${headers##*/}
+  v=${v%.*}
   # Into the scratch folder: target/package keeps the package for this machine's Slurm.
   deb=$(SLURM_INCLUDE_DIR=$headers LAMA_PACKAGE_DIR=$work/package contrib/package.sh deb 2>"$work/build.err" | tail -n 1)
   depends=$(dpkg-deb -f "$deb" Depends 2>&1)
