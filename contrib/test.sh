@@ -8,7 +8,8 @@
 # real Flux instances (flux-core built once by contrib/flux-build.sh, cached outside the tree); a
 # few seconds of fuzzing per target, the packages and the pictures. A qemu guest (contrib/guest.sh:
 # systemd, cgroup v2, two NUMA nodes and three CPU-less memory tiers, hardware threads; its image built once and cached) runs
-# both Slurm releases under cgroup/v2 (tests/guest/).
+# both Slurm releases under cgroup/v2 (tests/guest/); a Debian 13 root builds lama and its package
+# as the admin guide says, and a Debian 13 guest runs them on Debian's Slurm 24.11 (tests/trixie/).
 # Usage: contrib/test.sh
 # Environment: LAMA_SHARED (the shared folder, default ../shared beside the repository),
 #   LAMA_TEST_TARBALLS (Slurm source tarballs to build and test besides Debian's 22.05; default
@@ -109,6 +110,7 @@ for r in "${releases[@]}"; do
     tests/slurm/beside.sh target/debug/lama "$plugin"
     tests/slurm/docs.sh target/debug/lama "$plugin"
     tests/slurm/faults.sh target/debug/lama "$plugin"
+    tests/slurm/failures.sh target/debug/lama "$plugin"
     tests/slurm/load.sh target/debug/lama "$plugin"
     tests/slurm/scale.sh target/debug/lama "$plugin"
     contrib/sandbox.sh stop >/dev/null
@@ -129,6 +131,11 @@ contrib/fuzz.sh 5 2>&1 | sed -E 's/^([a-z_0-9]+) +([0-9]+) .* ok$/ok - fuzz \1: 
 
 echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM"
 tests/package.sh | tee -a "$log"
+
+# After the packages: target/package holds the one built for Debian 12's 22.05, which Debian 13
+# must refuse.
+echo "== a site on Debian 13: lama built there (hwloc 2.12, Slurm 24.11), its package in a Debian 13 guest on Debian's Slurm 24.11 (tests/trixie/)"
+tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
 
 echo "== pictures: lama plan --format svg rendered by headless Chromium"
 tests/pictures.sh target/debug/lama target/pictures | tee -a "$log"
