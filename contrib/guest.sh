@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A Debian 12 guest with the kernel sites run: systemd as PID 1, cgroup v2, two NUMA nodes and
+# A Debian guest with the kernel sites run: systemd as PID 1, cgroup v2, two NUMA nodes and
 # two hardware threads per core (qemu: 2 sockets x 2 cores x 2 threads, 1.5 GiB per NUMA node),
 # and memory tiers: three NUMA nodes without CPUs, which ACPI's HMAT describes (nodes 2 and 3,
 # 256 MiB each, 40 GB/s from package 0's and package 1's CPUs against their DRAM's 10; node 4,
@@ -13,7 +13,9 @@
 #                                               (read-only); waits until ssh answers
 #        contrib/guest.sh ssh RUN CMD...        run CMD in the guest as root
 #        contrib/guest.sh stop RUN              power it off (then kill qemu), remove RUN's overlay
-# Environment: LAMA_GUEST_CACHE (where images live, default /var/cache/lama/guest),
+# Environment: LAMA_GUEST_DIST (the Debian release: bookworm, Debian 12 with Slurm 22.05, the
+#   default; or trixie, Debian 13 with Slurm 24.11, systemd 257 and kernel 6.12),
+#   LAMA_GUEST_CACHE (where images live, default /var/cache/lama/guest),
 #   LAMA_GUEST_ACCEL (kvm or tcg; default: kvm when qemu starts with /dev/kvm and the guest
 #   boots in 2 minutes, else tcg),
 #   LAMA_GUEST_PORT (the first host port to try for the guest's ssh, default 2222).
@@ -25,15 +27,28 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${LAMA_GUEST_CACHE:-/var/cache/lama/guest}
 port=${LAMA_GUEST_PORT:-2222}
-packages=(linux-image-amd64 systemd systemd-sysv dbus udev openssh-server slurm-wlm slurm-client
-  munge hwloc numactl bpftool procps iproute2 python3 libpmix2
-  # What the host-built flux-core (contrib/flux-build.sh, shared read-only) needs to run here.
-  libzmq5 libjansson4 liblz4-1 libarchive13 libsqlite3-0 lua5.3 liblua5.3-0 lua-posix
-  libpython3.11 python3-cffi python3-ply python3-yaml jq)
+dist=${LAMA_GUEST_DIST:-bookworm}
+cmdline=()
+common=(linux-image-amd64 systemd systemd-sysv dbus udev openssh-server slurm-wlm slurm-client
+  munge hwloc numactl bpftool procps iproute2 python3)
+case $dist in
+  bookworm)
+    release=12
+    packages=("${common[@]}" libpmix2
+      # What the host-built flux-core (contrib/flux-build.sh, shared read-only) needs to run here.
+      libzmq5 libjansson4 liblz4-1 libarchive13 libsqlite3-0 lua5.3 liblua5.3-0 lua-posix
+      libpython3.11 python3-cffi python3-ply python3-yaml jq) ;;
+  # A site as Debian 13 ships it: Slurm 24.11 from the distribution, run by its own units; the
+  # host-built lama command runs here on hwloc 2.12.
+  # Kernel 6.12 under TCG can lose a halted vCPU's one-shot timer wakeup (RCU stalls, a boot
+  # that hangs): a periodic tick on every CPU recovers from that.
+  trixie) release=13 packages=("${common[@]}") cmdline=(nohz=off) ;;
+  *) echo "guest: LAMA_GUEST_DIST must be bookworm or trixie, not '$dist'" >&2; exit 2 ;;
+esac
 # A change to how the image is made changes this stamp (and so its folder).
 recipe=3
 key=$(printf '%s\n' "${packages[@]}" "recipe $recipe" | sha256sum | cut -c1-12)
-image=$cache/debian12-$key
+image=$cache/debian$release-$key
 
 die() { echo "guest: $*" >&2; exit 1; }
 
@@ -54,7 +69,7 @@ build_image() {
   rm -rf "$image"
   mkdir -p "$image"
   root=$image/rootfs
-  echo "guest: building a Debian 12 image in $image (about 5 minutes)" >&2
+  echo "guest: building a Debian $release ($dist) image in $image (about 5 minutes)" >&2
   ssh-keygen -q -t ed25519 -N "" -C lama-guest -f "$image/id_ed25519"
   mmdebstrap --variant=important --include="$(IFS=,; echo "${packages[*]}")" \
     --customize-hook="echo guest > \"\$1/etc/hostname\"" \
@@ -64,7 +79,7 @@ build_image() {
     --customize-hook="printf '[Match]\nName=en*\n[Network]\nDHCP=yes\n' > \"\$1/etc/systemd/network/20-wired.network\"" \
     --customize-hook="systemctl --root=\"\$1\" enable systemd-networkd" \
     --customize-hook="systemctl --root=\"\$1\" disable slurmctld slurmd" \
-    bookworm "$root" http://deb.debian.org/debian "deb http://deb.debian.org/debian-security bookworm-security main" \
+    "$dist" "$root" http://deb.debian.org/debian "deb http://deb.debian.org/debian-security $dist-security main" \
     >"$image/build.log" 2>&1 || { tail -n 20 "$image/build.log" >&2; die "mmdebstrap failed (log: $image/build.log)"; }
   cp -L "$root"/vmlinuz "$image/vmlinuz"
   cp -L "$root"/initrd.img "$image/initrd.img"
@@ -105,7 +120,7 @@ qemu_up() {
     -numa node,nodeid=2,memdev=m2,initiator=0 -numa node,nodeid=3,memdev=m3,initiator=1 \
     -numa node,nodeid=4,memdev=m4,initiator=0 "${hmat[@]}" \
     -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1" \
+    -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1${cmdline[*]/#/ }" \
     -drive "file=$run/overlay.qcow2,if=virtio,format=qcow2" \
     -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=n0 \
     "$@" -display none -serial "file:$run/console-$accel.log" \

@@ -18,11 +18,16 @@ nodes print in any order; the numbers of a "(node placed in ...)" timing are not
 `...` line on the page allows more lines than it shows. `$ lama ...` examples need no mark:
 cli/tests/docs.rs runs them.
 
+`<!-- script: NAME -->` marks a block of an admin's shell lines (no `$ ` prompts) that a test
+runs as written, as a script (the Debian 13 site, tests/trixie/): `examples.py script NAME`
+prints it.
+
 Usage: examples.py check                 every other `$` example is marked, every mark well formed
        examples.py setups KIND           the set-ups KIND's examples need, one "XML GPUS" per line
        examples.py run KIND XML GPUS [NAME=FILE...]
                                          run the examples of that set-up (if any), one "ok - " or
                                          "not ok - " line each; NAME=FILE copies FILE in as NAME
+       examples.py script NAME           the lines of the block marked <!-- script: NAME -->
        examples.py selftest              check the comparison itself
 """
 import collections
@@ -36,6 +41,7 @@ import tempfile
 TOP = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [TOP / "README.md", TOP / "BENCHMARKS.md"] + sorted((TOP / "docs").glob("*.md"))
 MARK = re.compile(r"<!-- example: (slurm|flux) (\S+)(?: gpus=(\d+))? -->|<!-- example: (guest) -->")
+SCRIPT = re.compile(r"<!-- script: ([a-z0-9-]+) -->")
 TIMING = re.compile(r"\(node placed in .*\)$")
 
 
@@ -58,7 +64,13 @@ def blocks():
 def problems():
     """What is wrong with the marks: an unmarked cluster example, or a mark that names no XML."""
     out = []
+    names = collections.Counter(name for _, name, _ in scripts())
+    out += [f"script {name} is marked {n} times" for name, n in names.items() if n > 1]
     for where, before, body in blocks():
+        if SCRIPT.fullmatch(before):
+            if not body or any(line.startswith("$ ") for line in body):
+                out.append(f"{where}: a script block holds shell lines without '$ ' prompts")
+            continue
         m = MARK.fullmatch(before)
         command = body[0] if body else ""
         if not command.startswith("$ ") or command.startswith("$ lama "):
@@ -89,6 +101,14 @@ def examples(kind):
         elif m.group(1) == kind:
             out.append((where, m.group(2), int(m.group(3) or 0), body[0][2:], body[1:]))
     return out
+
+
+def scripts():
+    """(page:line, name, lines) of every block marked as a script."""
+    for where, before, body in blocks():
+        m = SCRIPT.fullmatch(before)
+        if m:
+            yield where, m.group(1), body
 
 
 def normal(line):
@@ -154,6 +174,11 @@ def main():
         found = problems()
         print("\n".join(found))
         sys.exit(1 if found or not examples("slurm") else 0)
+    elif len(args) == 2 and args[0] == "script":
+        found = [body for _, name, body in scripts() if name == args[1]]
+        if len(found) != 1:
+            sys.exit(f"examples.py: {len(found)} blocks are marked <!-- script: {args[1]} -->")
+        print("\n".join(found[0]))
     elif len(args) == 2 and args[0] == "setups":
         for xml, gpus in sorted({(e[1], e[2]) for e in examples(args[1])}):
             print(xml, gpus)

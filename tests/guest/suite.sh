@@ -19,9 +19,19 @@ run() { timeout 300 srun "$@"; }
 expand() { awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; for (c = r[1]; c <= r[2]; c++) printf "%s%d", (o++ ? "," : ""), c } print "" }' <<<"$1"; }
 
 # --- Slurm under systemd --------------------------------------------------------------------
-systemctl stop lama-slurmd lama-slurmctld 2>/dev/null
-rm -rf /var/lib/lama-slurm
-mkdir -p /etc/slurm /var/lib/lama-slurm/state /var/lib/lama-slurm/spool /var/log/lama-slurm
+# LAMA_GUEST_UNITS=debian: the distribution's own slurmctld.service (as user slurm) and
+# slurmd.service run Slurm, as on a site (Debian 13); otherwise units made here run PREFIX's.
+if [ "${LAMA_GUEST_UNITS:-}" = debian ]; then
+  ctld=slurmctld slurmd=slurmd user=slurm var=/var/lib/slurm logs=/var/log/slurm
+  pids=("SlurmctldPidFile=/run/slurmctld/slurmctld.pid" "SlurmdPidFile=/run/slurm/slurmd.pid")
+else
+  ctld=lama-slurmctld slurmd=lama-slurmd user=root var=/var/lib/lama-slurm logs=/var/log/lama-slurm
+  pids=("SlurmctldPidFile=/run/lama-slurmctld.pid" "SlurmdPidFile=/run/lama-slurmd.pid")
+fi
+systemctl stop $slurmd $ctld 2>/dev/null
+rm -rf "$var/state" "$var/spool"
+mkdir -p /etc/slurm "$var/state" "$var/spool" "$logs"
+chown "$user" "$var/state" "$logs"
 # GPUs backed by device nodes made here (NVIDIA's major number; no driver: opening one that is
 # permitted fails with ENXIO, one the device filter denies with EPERM).
 for i in 0 1 2 3; do [ -e /dev/nvidia$i ] || mknod -m 666 /dev/nvidia$i c 195 $i; done
@@ -31,14 +41,14 @@ hw=$(sed -E "s/RealMemory=[0-9]+/RealMemory=$((mem - 256))/" <<<"$hw")
 cat > /etc/slurm/slurm.conf <<EOF
 ClusterName=guest
 SlurmctldHost=guest
-SlurmUser=root
+SlurmUser=$user
 AuthType=auth/munge
-StateSaveLocation=/var/lib/lama-slurm/state
-SlurmdSpoolDir=/var/lib/lama-slurm/spool
-SlurmctldLogFile=/var/log/lama-slurm/slurmctld.log
-SlurmdLogFile=/var/log/lama-slurm/slurmd.log
-SlurmctldPidFile=/run/lama-slurmctld.pid
-SlurmdPidFile=/run/lama-slurmd.pid
+StateSaveLocation=$var/state
+SlurmdSpoolDir=$var/spool
+SlurmctldLogFile=$logs/slurmctld.log
+SlurmdLogFile=$logs/slurmd.log
+${pids[0]}
+${pids[1]}
 PlugStackConfig=/etc/slurm/plugstack.conf
 ProctrackType=proctrack/cgroup
 TaskPlugin=task/cgroup,task/affinity
@@ -65,7 +75,7 @@ printf 'Name=gpu File=/dev/nvidia[0-1] Cores=0-1\nName=gpu File=/dev/nvidia[2-3]
 plugstack() { echo "$*" > /etc/slurm/plugstack.conf; }
 plugstack "required $plugin"
 # The settings of Debian's slurmd.service and slurmctld.service, for either Slurm.
-for d in slurmctld slurmd; do
+[ $ctld = slurmctld ] || for d in slurmctld slurmd; do
   extra=""
   [ $d = slurmctld ] || extra=$'Delegate=yes\nLimitMEMLOCK=infinity\nLimitSTACK=infinity\nTasksMax=infinity'
   cat > /etc/systemd/system/lama-$d.service <<EOF
@@ -82,11 +92,11 @@ EOF
 done
 rm -rf /run/lama
 systemctl daemon-reload
-systemctl start munge lama-slurmctld lama-slurmd
+systemctl start munge $ctld $slurmd
 for _ in $(seq 120); do [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break; sleep 1; done
 release=$(srun --version | awk '{print $2}')
 if [ "$(sinfo -h -o %T)" != idle ]; then
-  not_ok "Slurm $release under systemd in the guest: the node is not idle" "$(sinfo 2>&1)" "$(tail -n 20 /var/log/lama-slurm/slurmd.log)"
+  not_ok "Slurm $release under systemd in the guest: the node is not idle" "$(sinfo 2>&1)" "$(tail -n 20 $logs/slurmd.log)"
   exit 0
 fi
 echo "# Slurm $release in the guest: $(nproc) CPUs, $(ls -d /sys/devices/system/node/node* | wc -l) NUMA nodes, $(stat -fc %T /sys/fs/cgroup)"
@@ -140,9 +150,9 @@ step_case() {
 }
 
 # --- cgroup v2 under systemd ----------------------------------------------------------------
-slurmd_cg=$(cat /proc/"$(systemctl show -p MainPID --value lama-slurmd)"/cgroup)
+slurmd_cg=$(cat /proc/"$(systemctl show -p MainPID --value $slurmd)"/cgroup)
 if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] && [ "$(ps -p 1 -o comm=)" = systemd ] &&
-  [[ $slurmd_cg == 0::/system.slice/lama-slurmd.service || $slurmd_cg == 0::/system.slice/lama-slurmd.service/* ]] &&
+  [[ $slurmd_cg == 0::/system.slice/$slurmd.service || $slurmd_cg == 0::/system.slice/$slurmd.service/* ]] &&
   grep -q 'cgroup/v2' /etc/slurm/cgroup.conf; then
   ok "[guest, Slurm $release] systemd is PID 1, /sys/fs/cgroup is cgroup2, slurmd runs in its own delegated unit ($slurmd_cg)"
 else not_ok "[guest, Slurm $release] cgroup v2 under systemd" "$(stat -fc %T /sys/fs/cgroup) $(ps -p 1 -o comm=) $slurmd_cg"; fi
@@ -389,11 +399,11 @@ PATH=$(dirname "$lama"):$PATH python3 "$top/tests/examples.py" run guest none 0 
 sed -i 's|^TaskPlugin=.*|TaskPlugin=task/affinity|' /etc/slurm/slurm.conf
 for setting in CoreSpecCount=1 CpuSpecList=2,3; do
   sed -i -E "s/^(NodeName=guest .*) (CoreSpecCount|CpuSpecList)=[0-9,]+ State=UNKNOWN$/\1 State=UNKNOWN/; s/^(NodeName=guest .*) State=UNKNOWN$/\1 $setting State=UNKNOWN/" /etc/slurm/slurm.conf
-  systemctl restart lama-slurmctld
-  systemctl restart lama-slurmd
+  systemctl restart $ctld
+  systemctl restart $slurmd
   for _ in $(seq 120); do [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break; sleep 1; done
   spec=$(scontrol show node guest | grep -o 'CPUSpecList=[0-9,-]*' | cut -d= -f2)
-  slurmd_cpus=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/"$(systemctl show -p MainPID --value lama-slurmd)"/status)
+  slurmd_cpus=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/"$(systemctl show -p MainPID --value $slurmd)"/status)
   free=$(for c in $(seq 0 $(($(nproc) - 1))); do [[ ,$(expand "${spec:-none}"), == *,$c,* ]] || echo "$c"; done | paste -sd, -)
   out=$(run -n3 -c2 --lama-map=csbnh --lama-bind=1c bash -c 'echo "task $SLURM_PROCID $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"' 2>&1)
   got=$(awk '$1 == "task" {print $2, $3}' <<<"$out" | sort -n)
@@ -408,4 +418,4 @@ for setting in CoreSpecCount=1 CpuSpecList=2,3; do
   else not_ok "[guest, Slurm $release] $setting with task/affinity (specialized: '$spec', slurmd on $slurmd_cpus)" "got:" "$got" "want:" "$want" "$bad" "$out"; fi
 done
 
-systemctl stop lama-slurmd lama-slurmctld
+systemctl stop $slurmd $ctld

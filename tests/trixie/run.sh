@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# A site on Debian 13 ("trixie"): Slurm 24.11 from the distribution, hwloc 2.12, systemd 257,
+# kernel 6.12. Builds lama there as the admin guide says (contrib/trixie-build.sh), compares its
+# plans on every shipped XML with this machine's (hwloc 2.9), then boots the trixie guest
+# (contrib/guest.sh with LAMA_GUEST_DIST=trixie), installs the package with dpkg -i, runs the
+# guest suite on Debian's 24.11 under Debian's own units (tests/guest/suite.sh), and the site
+# checks (tests/trixie/site.sh: the README's and the admin guide's lines as written).
+# Usage: tests/trixie/run.sh LAMA OLD_DEB
+#   LAMA this machine's lama; OLD_DEB the package built here for Debian 12's 22.05.
+# Prints one "ok - ..." or "not ok - ..." line per check, and the time each part took.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+lama=$(realpath "$1")
+old=$(realpath "$2")
+started=$(date +%s)
+work=$(mktemp -d /tmp/lama-trixie.XXXXXX)
+run=$work/guest
+out=$work/build
+ok() { echo "ok - [Debian 13] $1"; }
+not_ok() { echo "not ok - [Debian 13] $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+trap 'LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" stop "$run" >/dev/null 2>&1; rm -rf "$work"' EXIT
+
+# --- built on Debian 13 ------------------------------------------------------------------------
+if ! deb=$("$top/contrib/trixie-build.sh" "$out" 2>"$work/build.err" | tail -n 1) || [ ! -f "$deb" ]; then
+  not_ok "lama built in a Debian 13 root" "$(cat "$work/build.err")"
+  exit 0
+fi
+built=$(head -n 1 "$out/build.log")
+depends=$(dpkg-deb -f "$deb" Depends)
+if [[ $depends == *"libhwloc15 (>= 2.12"* && $depends == *"slurm-client (>= 24.11) | slurm-smd-client (>= 24.11), slurm-client (<< 24.12~) | slurm-smd-client (<< 24.12~)"* ]]; then
+  ok "the workspace and the package built in a Debian 13 root ($built) by the admin guide's step 1 as written, lintian without errors: $(basename "$deb") depends on $depends"
+else not_ok "the Debian 13 package's dependencies" "$depends"; fi
+echo "# built on Debian 13 in $(( $(date +%s) - started )) s"
+
+# --- the same plans under hwloc 2.9 and 2.12 --------------------------------------------------
+"$top/tests/trixie/plans.sh" "$lama" "$work/plans-here"
+if "$top/contrib/trixie-build.sh" run "$out" bash tests/trixie/plans.sh "$out/lama" "$out/plans" >/dev/null 2>"$work/plans.err"; then
+  n=$(find "$work/plans-here" -type f | wc -l)
+  if [ "$n" -gt 0 ] && diff -r "$work/plans-here" "$out/plans" >"$work/plans.diff"; then
+    ok "every shipped XML planned alike by lama on hwloc $(pkg-config --modversion hwloc) (here) and 2.12 (Debian 13): $n plans (maps, the policy, GPUs, NICs, memory modes), output and exit status the same"
+  else not_ok "plans under hwloc 2.12 differ ($n compared)" "$(head -n 40 "$work/plans.diff")"; fi
+else not_ok "plans in the Debian 13 root" "$(cat "$work/plans.err")"; fi
+
+# --- the Debian 13 guest -----------------------------------------------------------------------
+t=$(date +%s)
+if ! LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" start "$run" "top=$top" "out=$out" "old=$(dirname "$old")" 2>"$work/start.err"; then
+  not_ok "the Debian 13 guest boots" "$(cat "$work/start.err")" "$(tail -n 30 "$run"/console-*.log 2>/dev/null)"
+  exit 0
+fi
+echo "# Debian 13 guest up in $(( $(date +%s) - t )) s ($(cat "$run/accel"))"
+guest() { LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" ssh "$run" "$@"; }
+guest "cat /etc/debian_version; uname -r; systemctl --version | head -n 1; hwloc-info --version" | paste -sd' ' - | sed 's/^/# the guest: Debian /'
+# Debian's plugstack.conf, kept for site.sh; the package installed for the suite.
+if guest "cp /etc/slurm/plugstack.conf /root/plugstack.conf.debian && dpkg -i '$deb'" >"$work/install.log" 2>&1; then
+  t=$(date +%s)
+  guest LAMA_GUEST_UNITS=debian bash "$top/tests/guest/suite.sh" /usr /usr/bin/lama \
+    "$(guest dpkg -L lama-slurm | grep '/slurm-wlm/lama\.so$')" "$top" 2>&1
+  echo "# the guest suite on Debian 13: $(( $(date +%s) - t )) s"
+  guest bash "$top/tests/trixie/site.sh" "$top" "$deb" "$old" 2>&1
+else not_ok "dpkg -i of the Debian 13 package in the guest" "$(cat "$work/install.log")"; fi
+echo "# Debian 13 in all: $(( $(date +%s) - started )) s"
