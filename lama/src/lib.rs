@@ -20,6 +20,7 @@
 //! | [`tiers`] | memory tiers: which NUMA nodes are the default memory (the domains), which are HBM, PMem, CXL or GPU memory |
 //! | [`taskmap`] | task maps: RFC 34, raw, PMI |
 //! | [`cache`] | the node's topology and devices as text: slurmd's and the Flux shell's caches, the hwloc probe's answer |
+//! | [`check`] | a running step judged: shared CPUs, stacked threads, NUMA spans, far GPUs, remote memory, idle CPUs, bindings off the plan |
 //! | `hwloc` | reading topologies and devices with hwloc (the only module that calls it; feature `hwloc`) |
 //! | [`idset`] | cpulists and idsets |
 //! | [`cpuset`] | where a process's cgroup cpuset is (the CPUs a step may use) |
@@ -40,6 +41,7 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+pub mod check;
 pub mod cpuset;
 pub mod environ;
 #[cfg(feature = "hwloc")]
