@@ -1,5 +1,6 @@
 //! `lama`: preview LAMA placements and convert task maps.
 
+mod check;
 mod generate;
 mod hostfile;
 mod plan;
@@ -31,6 +32,11 @@ enum Cmd {
     Taskmap(taskmap::TaskmapArgs),
     /// Expand relative host indexes (+n#, +e:#) into a SLURM_HOSTFILE for `srun -m arbitrary`.
     Hostfile(hostfile::HostfileArgs),
+    /// Check a running job's placement: where its tasks and threads really run, and what is wrong.
+    Check(check::CheckArgs),
+    /// Read one node's share of a running step (`lama check`'s probe runs this).
+    #[command(hide = true)]
+    CheckProbe(check::probe::ProbeArgs),
     /// Print this node's topology for `lama plan --from-slurm` (its probe step runs this).
     #[command(hide = true)]
     NodeReport(plan::slurm_job::NodeReportArgs),
@@ -83,6 +89,8 @@ fn main() -> ExitCode {
         }
         Cmd::Taskmap(a) => taskmap::run(a),
         Cmd::Hostfile(a) => hostfile::run(a),
+        Cmd::Check(a) => check::run(a),
+        Cmd::CheckProbe(a) => check::probe::run(a),
         Cmd::NodeReport(a) => plan::slurm_job::node_report(a),
         Cmd::Generate(a) => generate::run(a, Cli::command()),
     }

@@ -32,9 +32,27 @@ pub struct NodeReportArgs {
 /// The node's name as Slurm knows it (slurmd's, which may differ from the host name), then its
 /// topology as lama's cache text, in short lines.
 pub fn node_report(a: NodeReportArgs) -> ExitCode {
+    match report_lines(a.devices) {
+        Ok((host, lines)) => {
+            println!("host {host}");
+            for l in lines {
+                println!("{l}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+/// This node's name as Slurm knows it, and its topology (with its devices when asked) as lama's
+/// cache text in `lineI CHUNK` lines (`lama check`'s probe sends them too).
+pub fn report_lines(devices: bool) -> Result<(String, Vec<String>), String> {
     let host = crate::env("SLURMD_NODENAME")
         .unwrap_or_else(|| nix_hostname().unwrap_or_else(|| "unknown".into()));
-    let text = if a.devices {
+    let text = if devices {
         NodeTopology::this_machine_with_devices(true)
             .map_err(|e| e.to_string())
             .and_then(|(t, allowed, loc)| cache::encode(&t, Some(&loc), Some(&allowed)))
@@ -43,22 +61,15 @@ pub fn node_report(a: NodeReportArgs) -> ExitCode {
             .map_err(|e| e.to_string())
             .and_then(|(t, allowed)| cache::encode(&t, None, Some(&allowed)))
     };
-    match text {
-        Ok(text) => {
-            println!("host {host}");
-            for (i, line) in text.lines().enumerate() {
-                // JSON text is ASCII: chunks never split a character.
-                for chunk in line.as_bytes().chunks(CHUNK) {
-                    println!("line{i} {}", String::from_utf8_lossy(chunk));
-                }
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("lama node-report on {host}: {e}");
-            ExitCode::from(3)
+    let text = text.map_err(|e| format!("lama node-report on {host}: {e}"))?;
+    let mut lines = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        // JSON text is ASCII: chunks never split a character.
+        for chunk in line.as_bytes().chunks(CHUNK) {
+            lines.push(format!("line{i} {}", String::from_utf8_lossy(chunk)));
         }
     }
+    Ok((host, lines))
 }
 
 fn nix_hostname() -> Option<String> {
@@ -68,7 +79,7 @@ fn nix_hostname() -> Option<String> {
 }
 
 /// Runs a command and returns its standard output, or what went wrong.
-fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
+pub fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
     let out = cmd
         .output()
         .map_err(|e| format!("cannot run {what}: {e}"))?;
@@ -80,6 +91,25 @@ fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
         ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Each node's `ThreadsPerCore` as Slurm declares it (`scontrol show node`), for Slurm's CPU
+/// numbers in `scontrol show job -d`.
+pub fn threads_per_core(nodes: &str) -> Result<HashMap<String, u32>, String> {
+    let text = output(
+        Command::new("scontrol").args(["-o", "show", "node", nodes]),
+        "scontrol show node",
+    )?;
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let field = |k: &str| l.split_whitespace().find_map(|w| w.strip_prefix(k));
+            Some((
+                field("NodeName=")?.to_string(),
+                field("ThreadsPerCore=")?.parse().ok()?,
+            ))
+        })
+        .collect())
 }
 
 /// The job's hosts, their models, and the PUs a step may use on each (see [`job_models`]).
@@ -94,20 +124,7 @@ pub fn job_models(devices: bool) -> Result<JobModels, String> {
     )?;
     let list = crate::env("SLURM_JOB_NODELIST").ok_or("SLURM_JOB_NODELIST is not set")?;
     let hosts = expand_hostlist(&list).map_err(|e| format!("SLURM_JOB_NODELIST: {e}"))?;
-    let threads_text = output(
-        Command::new("scontrol").args(["-o", "show", "node", &list]),
-        "scontrol show node",
-    )?;
-    let threads: HashMap<String, u32> = threads_text
-        .lines()
-        .filter_map(|l| {
-            let field = |k: &str| l.split_whitespace().find_map(|w| w.strip_prefix(k));
-            Some((
-                field("NodeName=")?.to_string(),
-                field("ThreadsPerCore=")?.parse().ok()?,
-            ))
-        })
-        .collect();
+    let threads = threads_per_core(&list)?;
     let detail = output(
         Command::new("scontrol").args(["show", "job", "-d", &job]),
         "scontrol show job -d",
@@ -176,8 +193,27 @@ fn probe(hosts: &[String], devices: bool) -> Result<HashMap<String, String>, Str
         cmd.arg("--devices");
     }
     let text = output(&mut cmd, "srun lama node-report (one task per node)")?;
-    // "K: host NAME" then "K: lineI CHUNK" lines, K the task; one task's lines stay in order.
-    let mut by_task: HashMap<String, (Option<String>, Vec<String>)> = HashMap::new();
+    Ok(reports(&text)
+        .into_iter()
+        .map(|r| (r.host, r.topology))
+        .collect())
+}
+
+/// One node's report, put back together from a probe step's labelled lines.
+#[derive(Default)]
+pub struct Report {
+    /// The node, as Slurm names it.
+    pub host: String,
+    /// Its topology, as lama's cache text.
+    pub topology: String,
+    /// The rest: each `seen CHUNK` line's chunk, in order.
+    pub seen: String,
+}
+
+/// The reports in a probe step's output: "K: host NAME", "K: lineI CHUNK" and "K: seen CHUNK"
+/// lines, K the task; one task's lines stay in order.
+pub fn reports(text: &str) -> Vec<Report> {
+    let mut by_task: HashMap<String, (Option<String>, Vec<String>, String)> = HashMap::new();
     for line in text.lines() {
         let Some((task, rest)) = line.split_once(": ") else {
             continue;
@@ -185,6 +221,8 @@ fn probe(hosts: &[String], devices: bool) -> Result<HashMap<String, String>, Str
         let entry = by_task.entry(task.trim().to_string()).or_default();
         if let Some(h) = rest.strip_prefix("host ") {
             entry.0 = Some(h.to_string());
+        } else if let Some(chunk) = rest.strip_prefix("seen ") {
+            entry.2.push_str(chunk);
         } else if let Some((i, chunk)) = rest
             .strip_prefix("line")
             .and_then(|r| r.split_once(' '))
@@ -196,8 +234,14 @@ fn probe(hosts: &[String], devices: bool) -> Result<HashMap<String, String>, Str
             entry.1[i].push_str(chunk);
         }
     }
-    Ok(by_task
+    by_task
         .into_values()
-        .filter_map(|(h, lines)| Some((h?, lines.join("\n"))))
-        .collect())
+        .filter_map(|(h, lines, seen)| {
+            Some(Report {
+                host: h?,
+                topology: lines.join("\n"),
+                seen,
+            })
+        })
+        .collect()
 }
