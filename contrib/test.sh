@@ -4,7 +4,9 @@
 # daemons of each tested release: Debian's 22.05 and the release in ../shared/vendor/slurm
 # (built once by contrib/slurm-build.sh and cached outside the tree), including MPI jobs of
 # Debian's Open MPI and MPICH and of PyPI's Open MPI 5, MPICH 5 and Intel MPI (installed once by
-# contrib/mpi-wheels.sh, cached outside the tree), the docs' srun examples, fault injection and a short load, and the scale suite on a sandbox of 64 nodes; then the Flux shell plugin on
+# contrib/mpi-wheels.sh, cached outside the tree), the docs' srun examples, fault injection, what a
+# failure does to the node, `lama check` on running jobs, a short load, and the scale suite on a
+# sandbox of 64 nodes; then the Flux shell plugin on
 # real Flux instances (flux-core built once by contrib/flux-build.sh, cached outside the tree); a
 # few seconds of fuzzing per target, the packages and the pictures. A qemu guest (contrib/guest.sh:
 # systemd, cgroup v2, two NUMA nodes and three CPU-less memory tiers, hardware threads; its image built once and cached) runs
@@ -111,6 +113,7 @@ for r in "${releases[@]}"; do
     tests/slurm/docs.sh target/debug/lama "$plugin"
     tests/slurm/faults.sh target/debug/lama "$plugin"
     tests/slurm/failures.sh target/debug/lama "$plugin"
+    tests/slurm/check.sh target/debug/lama "$plugin"
     tests/slurm/load.sh target/debug/lama "$plugin"
     tests/slurm/scale.sh target/debug/lama "$plugin"
     contrib/sandbox.sh stop >/dev/null

@@ -197,6 +197,22 @@ for N in $sizes; do
     else not_ok "near execve's limit: could not measure the tasks' environment (probe '$probe')"; fi
   fi
 
+  # lama check over the whole allocation: one probe per node, in parallel (issue 51).
+  run --overlap -N "$N" -n $((2 * N)) --lama-map=csbnh --lama-bind=1c sleep 120 >/dev/null 2>&1 &
+  for _ in $(seq 120); do
+    [ "$(squeue -h -s -j "$job" -o %i | grep -c "^$job\.[0-9]")" -ge 1 ] && break
+    sleep 0.5
+  done
+  sleep 3
+  began=$(date +%s.%N)
+  out=$(timeout 300 "$lama" check --jobid "$job" --sample 0.5 2>&1); rc=$?
+  took=$(awk -v b="$began" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - b }')
+  rows=$(grep -cE '^  n[0-9]+ +[0-9]+ ' <<<"$out")
+  if [ $rc -le 1 ] && [ "$rows" = $((2 * N)) ]; then
+    ok "lama check of a step of $((2 * N)) tasks on $N nodes: every task reported, in $took s (exit $rc)"
+  else not_ok "lama check on $N nodes (exit $rc, $rows of $((2 * N)) tasks)" "$(head -n 20 <<<"$out")"; fi
+  kill %% 2>/dev/null
+
   scancel "$job"
   began=$(date +%s.%N)
   "$top/contrib/sandbox.sh" stop >"$work/stop" 2>&1; rc=$?
