@@ -41,9 +41,12 @@ struct Hwloc(Topology);
 
 impl Hwloc {
     fn load(path: &Path) -> Hwloc {
-        let xml = std::fs::read_to_string(path).expect("the XML");
+        Hwloc::from_text(&std::fs::read_to_string(path).expect("the XML"))
+    }
+
+    fn from_text(xml: &str) -> Hwloc {
         let topo = Topology::builder()
-            .from_xml(&xml)
+            .from_xml(xml)
             .expect("hwloc takes the XML")
             .with_flags(BuildFlags::INCLUDE_DISALLOWED)
             .expect("flags")
@@ -169,6 +172,49 @@ fn the_cache_keeps_each_nodes_kind_and_memory_attributes() {
             assert_eq!((n.default, n.kind), (default, kind), "node {os}");
             assert_eq!((n.bandwidth, n.latency), (Some(bw), Some(lat)), "node {os}");
             assert!(n.capacity > least, "node {os}: {}", n.capacity);
+        }
+    }
+}
+
+/// CXL memory expanders: hwloc's test suite has no dump of one, so hwloc's Optane machine stands
+/// in with its PMem nodes relabelled as a CXL host shows them. hwloc 2.10 and later name such a
+/// node by its tier (`CXL-DRAM`, with a `CXLDevice` info); hwloc 2.9 gives a CPU-less expander no
+/// subtype at all, so it looks like plain memory and only its wider CPU set (the package's 4
+/// CPUs against its sub-NUMA clusters' 2) tells it apart. Either way the domains are the four
+/// DRAM nodes, no CPU is in two of them, and local memory is DRAM only, as hwloc's objects say.
+#[test]
+fn cxl_expanders_are_never_domains() {
+    let path = machines()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("fakememinitiators"))
+        .expect("the Optane machine");
+    let xml = std::fs::read_to_string(&path).expect("the XML");
+    assert_eq!(xml.matches(r#"subtype="NVM""#).count(), 2, "two PMem nodes");
+    let tiered = xml.replace(
+        r#"subtype="NVM">"#,
+        r#"subtype="CXL-DRAM"><info name="CXLDevice" value="0000:e1:00.0"/>"#,
+    );
+    for (label, text) in [
+        ("CXL-DRAM", tiered),
+        ("no subtype", xml.replace(r#" subtype="NVM""#, "")),
+    ] {
+        let (topo, loc) = NodeTopology::from_xml_text_with_devices(label, &text, true)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let domains: Vec<Vec<u32>> = topo
+            .objects(lama::Level::Numa)
+            .iter()
+            .map(|&s| topo.span_cpus(s))
+            .collect();
+        assert_eq!(domains, [[0, 1], [4, 5], [2, 3], [6, 7]], "{label}");
+        let hwloc = Hwloc::from_text(&text);
+        let numa = loc.numa();
+        for cpus in [vec![0, 1], vec![0, 1, 4, 5], (0..8).collect()] {
+            let local = local_nodes(numa, &cpus, None);
+            assert_eq!(local, hwloc.nodes(&cpus), "{label}: cpus {cpus:?}");
+            assert!(
+                local.iter().all(|n| ![7, 10].contains(n)),
+                "{label}: the expander counted as local memory: {local:?}"
+            );
         }
     }
 }
