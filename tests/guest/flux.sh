@@ -3,7 +3,8 @@
 # its path) runs a one-broker test instance on the guest's own hardware, with its memory tiers,
 # and the lama shell plugin binds each task's memory by tier (issue 49). Each task's heap policy
 # and nodes as the kernel shows them (/proc/self/numa_maps), and LAMA_MEMS; expected nodes from
-# the guest's qemu command line, as tests/guest/suite.sh has them under Slurm.
+# the guest's qemu command line, as tests/guest/suite.sh has them under Slurm; the heap's pages
+# on those nodes (tests/guest/pages.sh).
 # Usage: flux.sh FLUX_PREFIX LAMA FLUX_PLUGIN_SO
 # Prints one "ok - ..." or "not ok - ..." line per case.
 set -uo pipefail
@@ -14,9 +15,8 @@ ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
 
 echo "plugin.load { file = \"$plugin\", conf = { cache = \"$work/cache\" } }" > "$work/rc.lua"
-cat > "$work/tier.sh" <<'EOS'
-echo "tier $FLUX_TASK_RANK ${LAMA_MEMS:-none} $(grep -m1 ' heap' /proc/self/numa_maps | sed -E 's/^[0-9a-f]+ //; s/ heap.*//')"
-EOS
+source "$(dirname "$0")/pages.sh"
+tier_probe "$work/tier.sh" FLUX_TASK_RANK
 cat > "$work/cases.sh" <<EOS
 for spec in "local -n2 -c2" "hbm -n2 -c2" "prefer-hbm -n2 -c2" "interleave -n1 -c4"; do
   set -- \$spec
@@ -34,7 +34,11 @@ fi
 for want in "local|0 0 bind:0;1 1 bind:1" "hbm|0 2 bind:2;1 3 bind:3" \
   "prefer-hbm|0 2 prefer (many):2;1 3 prefer (many):3" "interleave|0 0-1 interleave:0-1"; do
   mode=${want%%|*} want=${want#*|}
-  got=$(awk -v m="$mode" '$1 == "case" {on = ($2 == m)} on && $1 == "tier" {$1 = ""; print substr($0, 2)}' <<<"$out" | sort -n | paste -sd';' -)
-  if [ "$got" = "$want" ]; then ok "[guest, Flux] lama.mem=$mode: $got (task, LAMA_MEMS, numa_maps)"
-  else not_ok "[guest, Flux] lama.mem=$mode" "wanted: $want" "got: $got" "$out"; fi
+  mine=$(awk -v m="$mode" '$1 == "case" {on = ($2 == m)} on && ($1 == "tier" || $1 == "heap")' <<<"$out")
+  got=$(awk '$1 == "tier" {$1 = ""; print substr($0, 2)}' <<<"$mine" | sort -n | paste -sd';' -)
+  pages=$(pages_where "$mine")
+  if [ "$got" = "$want" ] && [ -n "$pages" ] && ! grep -qv ' ok$' <<<"$pages"; then
+    ok "[guest, Flux] lama.mem=$mode: $got (task, LAMA_MEMS, numa_maps); the heap's pages on those nodes"
+    heap_lines "$mine"
+  else not_ok "[guest, Flux] lama.mem=$mode" "wanted: $want" "got: $got" "pages (task, nodes, verdict): $pages" "$out"; fi
 done

@@ -192,18 +192,23 @@ else not_ok "[guest, Slurm $release] --mem-bind=prefer,local beside a lama map" 
 # slow memory of package 0. hwloc 2.9 gives them no subtype: lama tells them by bandwidth. Each
 # task's heap policy and nodes as the kernel shows them (/proc/self/numa_maps), and LAMA_MEMS;
 # expected nodes from the guest's qemu command line, and `lama plan --mem` must agree.
-cat > "$work/tier.sh" <<'EOF'
-echo "tier $SLURM_PROCID ${LAMA_MEMS:-none} $(grep -m1 ' heap' /proc/self/numa_maps | sed -E 's/^[0-9a-f]+ //; s/ heap.*//')"
-EOF
+# The heap's pages must be on those nodes too (tests/guest/pages.sh).
+source "$top/tests/guest/pages.sh"
+tier_probe "$work/tier.sh" SLURM_PROCID
 tier_case() {
-  local mode=$1 args=$2 plan=$3 want=$4 out got planned
+  local mode=$1 args=$2 plan=$3 want=$4 out got planned pages preview
   out=$(run $args --lama-policy=auto --lama-mem=$mode bash "$work/tier.sh" 2>&1)
   got=$(awk '$1 == "tier" {$1 = ""; print substr($0, 2)}' <<<"$out" | sort -n | paste -sd';' -)
-  planned=$("$lama" plan --this-machine --policy auto $plan --mem "$mode" | awk '/^  rank / {print $2, $(NF-1)}' | paste -sd';' -)
-  if [ "$got" = "$want" ] &&
+  pages=$(pages_where "$out")
+  preview=$("$lama" plan --this-machine --policy auto $plan --mem "$mode" 2>&1)
+  planned=$(awk '/^  rank / {print $2, $(NF-1)}' <<<"$preview" | paste -sd';' -)
+  if [ "$got" = "$want" ] && [ -n "$pages" ] && ! grep -qv ' ok$' <<<"$pages" &&
     [ "$(awk -F';' '{for (i = 1; i <= NF; i++) {split($i, f, " "); printf "%s%s %s", (i > 1 ? ";" : ""), f[1], f[2]}}' <<<"$got")" = "$planned" ]; then
-    ok "[guest, Slurm $release] --lama-mem=$mode $args: $got (task, LAMA_MEMS, numa_maps), as lama plan --mem says"
-  else not_ok "[guest, Slurm $release] --lama-mem=$mode $args" "wanted: $want" "got: $got" "lama plan: $planned" "$out"; fi
+    ok "[guest, Slurm $release] --lama-mem=$mode $args: $got (task, LAMA_MEMS, numa_maps), as lama plan --mem says; the heap's pages on those nodes"
+    echo "#   lama plan --this-machine --policy auto $plan --mem $mode:"
+    grep '^  rank ' <<<"$preview" | sed 's/^  /#     /'
+    heap_lines "$out"
+  else not_ok "[guest, Slurm $release] --lama-mem=$mode $args" "wanted: $want" "got: $got" "lama plan: $planned" "pages (task, nodes, verdict): $pages" "$out"; fi
 }
 echo "# the guest's NUMA nodes: $(for n in /sys/devices/system/node/node[0-9]*; do echo -n "${n##*node}:$(cat "$n/cpulist" | sed 's/^$/-/') "; done)"
 tier_case local "-n2 -c4" "--np 2 --cpus-per-task 4" "0 0 bind:0;1 1 bind:1"
