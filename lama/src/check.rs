@@ -153,18 +153,34 @@ fn ranks(r: &[u32]) -> String {
     }
 }
 
-fn push(out: &mut Vec<Finding>, kind: FindingKind, message: String, tasks: Vec<u32>) {
-    out.push(Finding {
-        kind,
-        message,
-        tasks,
-    });
+/// The ranks a per-task rule flags, and the first flagged task's example (`None` when no task
+/// is flagged): a finding names every task but shows one.
+fn flag(
+    tasks: &[&TaskSeen],
+    mut rule: impl FnMut(&TaskSeen) -> Option<String>,
+) -> Option<(Vec<u32>, String)> {
+    let mut flagged = Vec::new();
+    let mut example = None;
+    for t in tasks {
+        if let Some(e) = rule(t) {
+            example.get_or_insert(e);
+            flagged.push(t.rank);
+        }
+    }
+    example.map(|e| (flagged, e))
 }
 
 /// Every finding for the tasks seen on `node`, in [`FindingKind`] order.
 pub fn judge_node(node: &NodeSeen, tasks: &[&TaskSeen]) -> Vec<Finding> {
     let mut out = Vec::new();
     let host = &node.host;
+    let mut push = |kind, message, tasks| {
+        out.push(Finding {
+            kind,
+            message,
+            tasks,
+        })
+    };
     let used = union(tasks.iter().map(|t| &t.cpus));
     let idle: Vec<u32> = node
         .allocated
@@ -193,7 +209,6 @@ pub fn judge_node(node: &NodeSeen, tasks: &[&TaskSeen]) -> Vec<Finding> {
                 .map(|t| &t.cpus),
         );
         push(
-            &mut out,
             FindingKind::SharedCpu,
             format!(
                 "{} on {host} share CPUs {} while the job's CPUs {} there run no task: bind each task to CPUs of its own (srun --cpu-bind=cores, or --lama-map=csbnh --lama-bind=1c)",
@@ -205,82 +220,34 @@ pub fn judge_node(node: &NodeSeen, tasks: &[&TaskSeen]) -> Vec<Finding> {
         );
     }
 
-    // stacked-threads: a task's busy threads ran on fewer CPUs than its binding offered them.
-    let mut stacked = Vec::new();
-    let mut example = String::new();
-    for t in tasks {
-        let busy: Vec<&ThreadSeen> = t.threads.iter().filter(|th| th.busy).collect();
-        if busy.len() < 2 {
-            continue;
-        }
-        let ran = union(busy.iter().map(|th| &th.last_cpus));
-        let room = busy.len().min(t.cpus.len());
-        if !ran.is_empty() && ran.len() < room {
-            if example.is_empty() {
-                example = format!(
-                    "rank {}'s {} busy threads ran on CPUs {} of its {}",
-                    t.rank,
-                    busy.len(),
-                    format_list(&ran),
-                    format_list(&t.cpus)
-                );
-            }
-            stacked.push(t.rank);
-        }
-    }
-    if !stacked.is_empty() {
+    if let Some((r, example)) = flag(tasks, stacked_threads) {
         push(
-            &mut out,
             FindingKind::StackedThreads,
             format!(
                 "{} on {host}: threads crowd onto fewer CPUs than the task's binding has ({example}): give OpenMP one place per thread (OMP_PLACES=threads or cores with OMP_PROC_BIND=spread or close, or --lama-threads)",
-                ranks(&stacked)
+                ranks(&r)
             ),
-            stacked,
+            r,
         );
     }
 
-    // numa-span: a task over several domains that one domain's allocated CPUs could hold.
     let domains: Vec<Vec<u32>> = node
         .numa
         .iter()
         .filter(|n| n.default && !n.cpus.is_empty())
         .map(|n| n.cpus.clone())
         .collect();
-    let mut spanning = Vec::new();
-    let mut example = String::new();
-    for t in tasks {
-        let touched: Vec<usize> = (0..domains.len())
-            .filter(|&d| within(&t.cpus, &domains[d]) > 0)
-            .collect();
-        let fits = domains
-            .iter()
-            .any(|d| within(&node.allocated, d) >= t.cpus.len());
-        if touched.len() > 1 && fits {
-            if example.is_empty() {
-                example = format!(
-                    "rank {} on CPUs {} over {} NUMA domains",
-                    t.rank,
-                    format_list(&t.cpus),
-                    touched.len()
-                );
-            }
-            spanning.push(t.rank);
-        }
-    }
-    if !spanning.is_empty() {
+    if let Some((r, example)) = flag(tasks, |t| numa_span(node, &domains, t)) {
         push(
-            &mut out,
             FindingKind::NumaSpan,
             format!(
                 "{} on {host}: over NUMA domains one of which could hold the task ({example}): keep each task in one domain (--lama-policy=auto, --lama-map=csbnh, or srun --cpu-bind=ldoms)",
-                ranks(&spanning)
+                ranks(&r)
             ),
-            spanning,
+            r,
         );
     }
 
-    // far-gpu: a task's GPU farther from its CPUs than a GPU the job has on the node.
     if let Some(loc) = &node.locality {
         let gpus: Vec<(usize, u32)> = loc
             .devices()
@@ -290,112 +257,32 @@ pub fn judge_node(node: &NodeSeen, tasks: &[&TaskSeen]) -> Vec<Finding> {
             .filter_map(|(i, d)| Some((i, d.index?)))
             .filter(|(_, idx)| node.job_gpus.contains(idx))
             .collect();
-        let mut far = Vec::new();
-        let mut example = String::new();
-        for t in tasks
-            .iter()
-            .filter(|t| !t.gpus.is_empty() && !t.cpus.is_empty())
-        {
-            let dist = loc.distances(&t.cpus, None);
-            let Some(best) = gpus.iter().map(|&(i, _)| dist[i]).min() else {
-                continue;
-            };
-            // The GPU a program uses unless told otherwise: the first it sees.
-            let first = t
-                .gpus
-                .first()
-                .and_then(|g| gpus.iter().find(|(_, idx)| idx == g))
-                .map(|&(i, idx)| (dist[i], idx));
-            if let Some((d, idx)) = first.filter(|&(d, _)| d > best) {
-                if example.is_empty() {
-                    let near: Vec<u32> = gpus
-                        .iter()
-                        .filter(|&&(i, _)| dist[i] == best)
-                        .map(|&(_, idx)| idx)
-                        .collect();
-                    example = format!(
-                        "rank {} uses GPU {idx} (distance {d}) where GPU {} is nearer (distance {best})",
-                        t.rank,
-                        format_list(&near)
-                    );
-                }
-                far.push(t.rank);
-            }
-        }
-        if !far.is_empty() {
+        if let Some((r, example)) = flag(tasks, |t| far_gpu(loc, &gpus, t)) {
             push(
-                &mut out,
                 FindingKind::FarGpu,
                 format!(
                     "{} on {host}: a GPU farther from the task's CPUs than one the job has ({example}): --gpu-bind=closest, or --lama-gpus=1 to give each task its nearest",
-                    ranks(&far)
+                    ranks(&r)
                 ),
-                far,
+                r,
             );
         }
     }
 
-    // remote-memory: most pages, or the policy's nodes, away from the task's CPUs.
-    let mut remote = Vec::new();
-    let mut example = String::new();
-    for t in tasks {
-        let local = local_nodes(&node.numa, &t.cpus, None);
-        if local.is_empty() {
-            continue;
-        }
-        let total: u64 = t.pages.iter().map(|&(_, p)| p).sum();
-        let away: u64 = t
-            .pages
-            .iter()
-            .filter(|(n, _)| !local.contains(n) && is_default(&node.numa, *n))
-            .map(|&(_, p)| p)
-            .sum();
-        let bound_away = t.policy.as_ref().is_some_and(|(p, nodes)| {
-            // A bind to memory without CPUs (HBM, CXL, ...) is a tier choice, not a mistake.
-            p == "bind"
-                && !nodes.is_empty()
-                && nodes
-                    .iter()
-                    .all(|n| !local.contains(n) && is_default(&node.numa, *n))
-        });
-        // A few pages say nothing: a task that has touched under 1 MiB is judged by its policy.
-        if bound_away || (total >= MIN_PAGES && away * 2 > total) {
-            if example.is_empty() {
-                example = match &t.policy {
-                    Some((p, nodes)) if bound_away => format!(
-                        "rank {}'s memory is bound ({p}) to NUMA node {}, its CPUs' is {}",
-                        t.rank,
-                        format_list(nodes),
-                        format_list(&local)
-                    ),
-                    _ => format!(
-                        "{} of rank {}'s {} pages sit away from NUMA node {}, its CPUs'",
-                        away,
-                        t.rank,
-                        total,
-                        format_list(&local)
-                    ),
-                };
-            }
-            remote.push(t.rank);
-        }
-    }
-    if !remote.is_empty() {
+    if let Some((r, example)) = flag(tasks, |t| remote_memory(&node.numa, t)) {
         push(
-            &mut out,
             FindingKind::RemoteMemory,
             format!(
                 "{} on {host}: memory away from the task's CPUs ({example}): bind memory with the CPUs (--lama-mem=local, or srun --mem-bind=local)",
-                ranks(&remote)
+                ranks(&r)
             ),
-            remote,
+            r,
         );
     }
 
     // idle-cpus: the job's CPUs on the node that no task may use.
     if !idle.is_empty() && !tasks.is_empty() {
         push(
-            &mut out,
             FindingKind::IdleCpus,
             format!(
                 "the job's CPUs {} on {host} are in no task's binding: run more tasks or threads there, or ask for fewer CPUs (a step that uses part of its job on purpose may ignore this)",
@@ -405,49 +292,139 @@ pub fn judge_node(node: &NodeSeen, tasks: &[&TaskSeen]) -> Vec<Finding> {
         );
     }
 
-    // not-as-planned: bound outside what lama placed, or on another node than TASK_MAP says.
-    let mut off = Vec::new();
-    let mut example = String::new();
-    for t in tasks {
-        let outside = t.planned.as_ref().is_some_and(|p| {
-            t.threads
-                .iter()
-                .any(|th| th.cpus.iter().any(|c| !p.contains(c)))
-        });
-        let elsewhere = t.planned_node.is_some_and(|n| n != node.index);
-        if outside || elsewhere {
-            if example.is_empty() {
-                example = match (&t.planned, elsewhere) {
-                    (_, true) => format!(
-                        "TASK_MAP puts rank {} on node {}, it runs on node {}",
-                        t.rank,
-                        t.planned_node.unwrap_or_default(),
-                        node.index
-                    ),
-                    (Some(p), _) => format!(
-                        "rank {} was placed on CPUs {}, its threads may run on {}",
-                        t.rank,
-                        format_list(p),
-                        format_list(&union(t.threads.iter().map(|th| &th.cpus)))
-                    ),
-                    (None, false) => String::new(),
-                };
-            }
-            off.push(t.rank);
-        }
-    }
-    if !off.is_empty() {
+    if let Some((r, example)) = flag(tasks, |t| not_as_planned(node.index, t)) {
         push(
-            &mut out,
             FindingKind::NotAsPlanned,
             format!(
                 "{} on {host}: not bound as lama placed the task ({example}): something rebound it after launch (a launcher, a runtime's own binding, taskset)",
-                ranks(&off)
+                ranks(&r)
             ),
-            off,
+            r,
         );
     }
     out
+}
+
+/// stacked-threads: the task's busy threads ran on fewer CPUs than its binding offered them.
+fn stacked_threads(t: &TaskSeen) -> Option<String> {
+    let busy: Vec<&ThreadSeen> = t.threads.iter().filter(|th| th.busy).collect();
+    if busy.len() < 2 {
+        return None;
+    }
+    let ran = union(busy.iter().map(|th| &th.last_cpus));
+    let room = busy.len().min(t.cpus.len());
+    (!ran.is_empty() && ran.len() < room).then(|| {
+        format!(
+            "rank {}'s {} busy threads ran on CPUs {} of its {}",
+            t.rank,
+            busy.len(),
+            format_list(&ran),
+            format_list(&t.cpus)
+        )
+    })
+}
+
+/// numa-span: the task is over several domains while one domain's allocated CPUs could hold it.
+fn numa_span(node: &NodeSeen, domains: &[Vec<u32>], t: &TaskSeen) -> Option<String> {
+    let touched = domains.iter().filter(|d| within(&t.cpus, d) > 0).count();
+    let fits = domains
+        .iter()
+        .any(|d| within(&node.allocated, d) >= t.cpus.len());
+    (touched > 1 && fits).then(|| {
+        format!(
+            "rank {} on CPUs {} over {touched} NUMA domains",
+            t.rank,
+            format_list(&t.cpus)
+        )
+    })
+}
+
+/// far-gpu: the task's GPU is farther from its CPUs than one of the job's `gpus` (device index
+/// in `loc`, GPU number) on the node.
+fn far_gpu(loc: &Locality, gpus: &[(usize, u32)], t: &TaskSeen) -> Option<String> {
+    if t.gpus.is_empty() || t.cpus.is_empty() {
+        return None;
+    }
+    let dist = loc.distances(&t.cpus, None);
+    let best = gpus.iter().map(|&(i, _)| dist[i]).min()?;
+    // The GPU a program uses unless told otherwise: the first it sees.
+    let (d, idx) = t
+        .gpus
+        .first()
+        .and_then(|g| gpus.iter().find(|(_, idx)| idx == g))
+        .map(|&(i, idx)| (dist[i], idx))
+        .filter(|&(d, _)| d > best)?;
+    let near: Vec<u32> = gpus
+        .iter()
+        .filter(|&&(i, _)| dist[i] == best)
+        .map(|&(_, idx)| idx)
+        .collect();
+    Some(format!(
+        "rank {} uses GPU {idx} (distance {d}) where GPU {} is nearer (distance {best})",
+        t.rank,
+        format_list(&near)
+    ))
+}
+
+/// remote-memory: most of the task's pages, or its policy's nodes, away from its CPUs.
+fn remote_memory(numa: &[Numa], t: &TaskSeen) -> Option<String> {
+    let local = local_nodes(numa, &t.cpus, None);
+    if local.is_empty() {
+        return None;
+    }
+    let total: u64 = t.pages.iter().map(|&(_, p)| p).sum();
+    let away: u64 = t
+        .pages
+        .iter()
+        .filter(|(n, _)| !local.contains(n) && is_default(numa, *n))
+        .map(|&(_, p)| p)
+        .sum();
+    let bound_away = t.policy.as_ref().is_some_and(|(p, nodes)| {
+        // A bind to memory without CPUs (HBM, CXL, ...) is a tier choice, not a mistake.
+        p == "bind"
+            && !nodes.is_empty()
+            && nodes
+                .iter()
+                .all(|n| !local.contains(n) && is_default(numa, *n))
+    });
+    // A few pages say nothing: a task that has touched under 1 MiB is judged by its policy.
+    if !(bound_away || (total >= MIN_PAGES && away * 2 > total)) {
+        return None;
+    }
+    Some(match &t.policy {
+        Some((p, nodes)) if bound_away => format!(
+            "rank {}'s memory is bound ({p}) to NUMA node {}, its CPUs' is {}",
+            t.rank,
+            format_list(nodes),
+            format_list(&local)
+        ),
+        _ => format!(
+            "{away} of rank {}'s {total} pages sit away from NUMA node {}, its CPUs'",
+            t.rank,
+            format_list(&local)
+        ),
+    })
+}
+
+/// not-as-planned: the task may run outside what lama placed it on, or runs on another node
+/// (index `here`) than `TASK_MAP` says.
+fn not_as_planned(here: u32, t: &TaskSeen) -> Option<String> {
+    if let Some(n) = t.planned_node.filter(|&n| n != here) {
+        return Some(format!(
+            "TASK_MAP puts rank {} on node {n}, it runs on node {here}",
+            t.rank
+        ));
+    }
+    let planned = t.planned.as_ref()?;
+    let may = union(t.threads.iter().map(|th| &th.cpus));
+    may.iter().any(|c| !planned.contains(c)).then(|| {
+        format!(
+            "rank {} was placed on CPUs {}, its threads may run on {}",
+            t.rank,
+            format_list(planned),
+            format_list(&may)
+        )
+    })
 }
 
 fn is_default(numa: &[Numa], os: u32) -> bool {

@@ -31,6 +31,14 @@ check() {
   out=$(timeout 120 "$lama" check --jobid "$@" 2>&1)
   rc=$?
 }
+# check_job SECONDS SBATCH_ARGS...: submits the job, checks it sampling SECONDS, cancels it.
+check_job() {
+  local sample=$1 job
+  shift
+  job=$(started "$@")
+  check "$job" --sample "$sample"
+  scancel "$job"
+}
 
 # A step lama placed, one core per task: nothing to say.
 job=$(started -N2 -n4 --wrap "srun --lama-map=csbnh --lama-bind=1c $work/spin 60")
@@ -64,35 +72,27 @@ if grep -q '^check-exit=0$' "$work/inside.out" && [ "$(grep -cE '^  n[0-9]+ +[01
 else not_ok "lama check inside the allocation" "$(cat "$work/inside.out")"; fi
 
 # Two tasks on CPU 0 while CPU 1 of the job idles.
-job=$(started -N1 -n2 --wrap "srun --cpu-bind=map_cpu:0,0 $work/spin 60")
-check "$job" --sample 1
+check_job 1 -N1 -n2 --wrap "srun --cpu-bind=map_cpu:0,0 $work/spin 60"
 if [ $rc -eq 1 ] && grep -qE '^  shared-cpu: ranks 0-1 on n[0-9]+ share CPUs 0 ' <<<"$out" && grep -q '^  idle-cpus: ' <<<"$out"; then
   ok "srun --cpu-bind=map_cpu:0,0: shared-cpu (ranks 0-1 on CPU 0) and idle-cpus, exit 1"
   shared=$out
 else not_ok "lama check of --cpu-bind=map_cpu:0,0 (exit $rc)" "$out"; fi
-scancel "$job"
 # The same job placed by lama.
-job=$(started -N1 -n2 --wrap "srun --lama-map=csbnh --lama-bind=1c $work/spin 60")
-check "$job" --sample 1
+check_job 1 -N1 -n2 --wrap "srun --lama-map=csbnh --lama-bind=1c $work/spin 60"
 if [ $rc -eq 0 ]; then ok "the same job placed by lama: exit 0"; placed=$out
 else not_ok "the same job placed by lama (exit $rc)" "$out"; fi
-scancel "$job"
 
 # A task lama placed on CPU 0 that widens its own binding to both CPUs: not-as-planned.
-job=$(started -N1 -n2 --wrap "srun --lama-map=csbnh --lama-bind=1c bash -c '[ \$SLURM_PROCID = 0 ] && taskset -p -c 0,1 \$\$ >/dev/null; exec $work/spin 60'")
-check "$job" --sample 0.5
+check_job 0.5 -N1 -n2 --wrap "srun --lama-map=csbnh --lama-bind=1c bash -c '[ \$SLURM_PROCID = 0 ] && taskset -p -c 0,1 \$\$ >/dev/null; exec $work/spin 60'"
 if [ $rc -eq 1 ] && grep -qE '^  not-as-planned: rank 0 on n[0-9]+: not bound as lama placed the task \(rank 0 was placed on CPUs 0, its threads may run on 0-1\)' <<<"$out"; then
   ok "a task that rebinds itself after lama placed it (taskset): not-as-planned, exit 1"
 else not_ok "lama check of a task rebound after launch (exit $rc)" "$out"; fi
-scancel "$job"
 
 # OpenMP threads all bound to the primary thread's place, one core of the task's two.
-job=$(started -N1 -n1 -c2 --wrap "OMP_NUM_THREADS=2 OMP_PROC_BIND=master OMP_PLACES=cores srun --lama-map=csbnh --lama-bind=2c $work/spin 60")
-check "$job" --sample 1
+check_job 1 -N1 -n1 -c2 --wrap "OMP_NUM_THREADS=2 OMP_PROC_BIND=master OMP_PLACES=cores srun --lama-map=csbnh --lama-bind=2c $work/spin 60"
 if [ $rc -eq 1 ] && grep -qE '^  stacked-threads: rank 0 on n[0-9]+' <<<"$out"; then
   ok "OMP_PROC_BIND=master with OMP_PLACES=cores in a task of 2 cores: stacked-threads, exit 1"
 else not_ok "lama check of OpenMP master binding (exit $rc)" "$out"; fi
-scancel "$job"
 
 # mpirun inside an allocation: its ranks, found by MPI's rank variable, not its daemons.
 job=$(started -N2 -n4 --wrap "mpirun.openmpi --allow-run-as-root -np 4 --map-by core --bind-to core $work/spin 60")

@@ -82,8 +82,8 @@ fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     text.split_whitespace().find_map(|w| w.strip_prefix(key))
 }
 
-/// The job's state, and its owner's name and uid, from `scontrol show job`.
-fn job_state(job: u32) -> Result<String, String> {
+/// The job's whole record (state, owner, nodes, CPU_IDs), from `scontrol show job -d`.
+fn job_record(job: u32) -> Result<String, String> {
     output(
         Command::new("scontrol").args(["show", "job", "-d", &job.to_string()]),
         "scontrol show job",
@@ -92,7 +92,7 @@ fn job_state(job: u32) -> Result<String, String> {
 
 /// Whether the job is no longer running (or cannot be asked about any more).
 fn ended(job: u32) -> bool {
-    job_state(job)
+    job_record(job)
         .map(|d| field(&d, "JobState=").unwrap_or("") != "RUNNING")
         .unwrap_or(true)
 }
@@ -115,7 +115,7 @@ fn target(a: &CheckArgs) -> Result<Target, String> {
                 "no job to check: run lama check inside the job's allocation, or give --jobid",
             )?,
     };
-    let detail = job_state(job).map_err(|e| format!("job {job}: {e}"))?;
+    let detail = job_record(job).map_err(|e| format!("job {job}: {e}"))?;
     let state = field(&detail, "JobState=").unwrap_or("UNKNOWN");
     if state != "RUNNING" {
         return Err(format!("job {job} is not running (JobState={state})"));
