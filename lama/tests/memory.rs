@@ -35,6 +35,14 @@ fn machines() -> Vec<PathBuf> {
     all
 }
 
+/// hwloc's Optane machine (`fakememinitiators`: DRAM sub-NUMA clusters, PMem per package).
+fn optane() -> PathBuf {
+    machines()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("fakememinitiators"))
+        .expect("the Optane machine")
+}
+
 /// hwloc's own answer for a set of CPUs: `hwloc_cpuset_to_nodeset`, the NUMA nodes whose CPUs
 /// meet the set.
 struct Hwloc(Topology);
@@ -149,10 +157,7 @@ proptest! {
 /// 27 and 30 the NVM nodes 7 and 10), and only the DRAM nodes are default memory.
 #[test]
 fn the_cache_keeps_each_nodes_kind_and_memory_attributes() {
-    let path = machines()
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains("fakememinitiators"))
-        .expect("the Optane machine");
+    let path = optane();
     let m = load(&path);
     let by_os = |os: u32| m.numa.iter().find(|n| n.os_index == os).expect("a node");
     use lama::tiers::MemoryKind::{Plain, Slow};
@@ -184,10 +189,7 @@ fn the_cache_keeps_each_nodes_kind_and_memory_attributes() {
 /// DRAM nodes, no CPU is in two of them, and local memory is DRAM only, as hwloc's objects say.
 #[test]
 fn cxl_expanders_are_never_domains() {
-    let path = machines()
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains("fakememinitiators"))
-        .expect("the Optane machine");
+    let path = optane();
     let xml = std::fs::read_to_string(&path).expect("the XML");
     assert_eq!(xml.matches(r#"subtype="NVM""#).count(), 2, "two PMem nodes");
     let tiered = xml.replace(

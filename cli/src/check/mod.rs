@@ -13,9 +13,8 @@ use lama::check::{judge, NodeSeen, TaskSeen, ThreadSeen};
 use lama::idset::format_list;
 use lama::plugin::cores_to_cpus;
 use lama::slurm::expand_hostlist;
-use lama::slurm::launcher::job_cores;
 
-use crate::plan::slurm_job::{output, reports, threads_per_core};
+use crate::plan::slurm_job::{cores_by_host, output, reports};
 
 pub mod probe;
 mod report;
@@ -90,11 +89,15 @@ fn job_record(job: u32) -> Result<String, String> {
     )
 }
 
-/// Whether the job is no longer running (or cannot be asked about any more).
-fn ended(job: u32) -> bool {
-    job_record(job)
-        .map(|d| field(&d, "JobState=").unwrap_or("") != "RUNNING")
-        .unwrap_or(true)
+/// What to say when a check fails: that the job ended, when it no longer runs (or cannot be
+/// asked about any more), else `why`.
+fn ended_or(job: u32, why: String) -> String {
+    let running = job_record(job).is_ok_and(|d| field(&d, "JobState=") == Some("RUNNING"));
+    if running {
+        why
+    } else {
+        format!("job {job} ended while it was being checked")
+    }
 }
 
 /// What a check of one step needs to know before probing.
@@ -156,11 +159,7 @@ fn target(a: &CheckArgs) -> Result<Target, String> {
         .ok_or(format!("scontrol show job {job} names no NodeList"))?
         .to_string();
     let hosts = expand_hostlist(&nodes).map_err(|e| format!("the job's node list {nodes}: {e}"))?;
-    let tpc = threads_per_core(&nodes)?;
-    let cores = job_cores(&detail, |h| tpc.get(h).copied().unwrap_or(1))
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .collect();
+    let cores = cores_by_host(&detail, &nodes)?;
     Ok(Target {
         job,
         step,
@@ -211,12 +210,7 @@ pub fn run(a: CheckArgs) -> ExitCode {
     let text = match probe(&t, a.sample) {
         Ok(text) => text,
         Err(e) => {
-            let msg = if ended(t.job) {
-                format!("job {} ended while it was being checked", t.job)
-            } else {
-                e
-            };
-            return cannot(a.format, &msg);
+            return cannot(a.format, &ended_or(t.job, e));
         }
     };
     let mut nodes = Vec::new();
@@ -248,15 +242,15 @@ pub fn run(a: CheckArgs) -> ExitCode {
             Ok(c) => c.unwrap_or_default(),
             Err(e) => return cannot(a.format, &format!("{host}: {e}")),
         };
-        topologies.insert(host.clone(), node.topology.clone());
         nodes.push(NodeSeen {
             host: host.clone(),
             index: index as u32,
             allocated,
-            numa: node.numa.clone().unwrap_or_default(),
-            locality: node.locality.clone(),
-            job_gpus: seen.job_gpus.clone(),
+            numa: node.numa.unwrap_or_default(),
+            locality: node.locality,
+            job_gpus: seen.job_gpus,
         });
+        topologies.insert(host.clone(), node.topology);
         tasks.extend(seen.tasks.into_iter().map(|p| {
             TaskSeen {
                 host: host.clone(),
@@ -291,15 +285,11 @@ pub fn run(a: CheckArgs) -> ExitCode {
         }));
     }
     if tasks.is_empty() {
-        let msg = if ended(t.job) {
-            format!("job {} ended while it was being checked", t.job)
-        } else {
-            format!(
-                "no process of step {}.{} was found on its nodes (it ended, or runs as another user)",
-                t.job, t.step
-            )
-        };
-        return cannot(a.format, &msg);
+        let msg = format!(
+            "no process of step {}.{} was found on its nodes (it ended, or runs as another user)",
+            t.job, t.step
+        );
+        return cannot(a.format, &ended_or(t.job, msg));
     }
     tasks.sort_by_key(|t| t.rank);
     let findings = judge(&nodes, &tasks);

@@ -182,7 +182,7 @@ fn allowed(pid: u32, tid: u32) -> Vec<u32> {
         .and_then(|s| {
             s.lines()
                 .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-                .map(|v| list(Some(&v.trim().to_string())))
+                .and_then(|v| parse_list(v.trim()).ok())
         })
         .unwrap_or_default()
 }
@@ -304,7 +304,8 @@ pub fn observe(job: u32, step: &str, host: &str, sample: Duration) -> ProbeNode 
         }
     }
     let mut tasks: Vec<ProbeTask> = Vec::new();
-    let mut all: Vec<(usize, u32, u32)> = Vec::new();
+    // Every thread: its task's and its own index there, its process and its id.
+    let mut all: Vec<(usize, usize, u32, u32)> = Vec::new();
     for (rank, ps) in &groups {
         // The task's first process: the one whose parent is not of the task.
         let root = ps
@@ -318,7 +319,7 @@ pub fn observe(job: u32, step: &str, host: &str, sample: Duration) -> ProbeNode 
         };
         for p in ps {
             for tid in threads_of(p.pid) {
-                all.push((tasks.len(), p.pid, tid));
+                all.push((tasks.len(), t.threads.len(), p.pid, tid));
                 t.threads.push(ProbeThread {
                     tid,
                     cpus: allowed(p.pid, tid),
@@ -339,33 +340,31 @@ pub fn observe(job: u32, step: &str, host: &str, sample: Duration) -> ProbeNode 
         t.cpus = cpus;
         tasks.push(t);
     }
-    // The sample: CPU time at both ends, the CPU each thread is on at every tick.
-    let first: Vec<Option<(u64, u32)>> = all.iter().map(|&(_, p, t)| thread_stat(p, t)).collect();
+    // The sample: the CPU each thread is on at every tick, and its CPU time at the first and
+    // the last tick.
+    let mut first: Vec<Option<u64>> = vec![None; all.len()];
+    let mut last: Vec<Option<u64>> = vec![None; all.len()];
     let mut ran: Vec<Vec<u32>> = vec![Vec::new(); all.len()];
     let start = Instant::now();
     loop {
-        for (i, &(_, p, t)) in all.iter().enumerate() {
-            if let Some((_, cpu)) = thread_stat(p, t) {
+        for (i, &(_, _, p, t)) in all.iter().enumerate() {
+            let stat = thread_stat(p, t);
+            if let Some((time, cpu)) = stat {
+                first[i].get_or_insert(time);
                 if !ran[i].contains(&cpu) {
                     ran[i].push(cpu);
                 }
             }
+            last[i] = stat.map(|(time, _)| time);
         }
         if start.elapsed() >= sample {
             break;
         }
         std::thread::sleep(TICK);
     }
-    let mut index_in_task: HashMap<usize, usize> = HashMap::new();
-    for (i, &(task, p, t)) in all.iter().enumerate() {
-        let k = index_in_task.entry(task).or_default();
-        let th = &mut tasks[task].threads[*k];
-        *k += 1;
-        let busy = match (first[i], thread_stat(p, t)) {
-            (Some((a, _)), Some((b, _))) => b > a,
-            _ => false,
-        };
-        th.busy = busy;
+    for (i, &(task, k, _, _)) in all.iter().enumerate() {
+        let th = &mut tasks[task].threads[k];
+        th.busy = matches!((first[i], last[i]), (Some(a), Some(b)) if b > a);
         ran[i].sort_unstable();
         th.last_cpus = std::mem::take(&mut ran[i]);
     }

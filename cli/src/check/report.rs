@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use lama::check::{Finding, NodeSeen, TaskSeen};
 use lama::idset::format_list;
+use lama::memory::local_nodes;
 use lama::{Level, NodeTopology};
 
 /// The logical indexes of the cores holding `cpus`.
@@ -64,14 +65,8 @@ pub fn text(
     .map(String::from)];
     for t in tasks {
         let node = nodes.iter().find(|n| n.host == t.host);
-        let numa: Vec<u32> = node
-            .map(|n| {
-                n.numa
-                    .iter()
-                    .filter(|m| m.default && m.cpus.iter().any(|c| t.cpus.contains(c)))
-                    .map(|m| m.os_index)
-                    .collect()
-            })
+        let numa = node
+            .map(|n| local_nodes(&n.numa, &t.cpus, None))
             .unwrap_or_default();
         let core_list = topologies
             .get(&t.host)

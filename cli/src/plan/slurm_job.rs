@@ -93,9 +93,19 @@ pub fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The job's cores on each of its `nodes` (a host list), from its `scontrol show job -d` record:
+/// Slurm's CPU numbers there count threads as each node declares them.
+pub fn cores_by_host(detail: &str, nodes: &str) -> Result<HashMap<String, Vec<u32>>, String> {
+    let threads = threads_per_core(nodes)?;
+    Ok(job_cores(detail, |h| threads.get(h).copied().unwrap_or(1))
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .collect())
+}
+
 /// Each node's `ThreadsPerCore` as Slurm declares it (`scontrol show node`), for Slurm's CPU
 /// numbers in `scontrol show job -d`.
-pub fn threads_per_core(nodes: &str) -> Result<HashMap<String, u32>, String> {
+fn threads_per_core(nodes: &str) -> Result<HashMap<String, u32>, String> {
     let text = output(
         Command::new("scontrol").args(["-o", "show", "node", nodes]),
         "scontrol show node",
@@ -124,16 +134,11 @@ pub fn job_models(devices: bool) -> Result<JobModels, String> {
     )?;
     let list = crate::env("SLURM_JOB_NODELIST").ok_or("SLURM_JOB_NODELIST is not set")?;
     let hosts = expand_hostlist(&list).map_err(|e| format!("SLURM_JOB_NODELIST: {e}"))?;
-    let threads = threads_per_core(&list)?;
     let detail = output(
         Command::new("scontrol").args(["show", "job", "-d", &job]),
         "scontrol show job -d",
     )?;
-    let cores: HashMap<String, Vec<u32>> =
-        job_cores(&detail, |h| threads.get(h).copied().unwrap_or(1))
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .collect();
+    let cores = cores_by_host(&detail, &list)?;
     let reports = probe(&hosts, devices)?;
     let mut models: Vec<Model> = Vec::new();
     let mut usable = Vec::new();
