@@ -18,8 +18,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   echo "lama: installing ${missing[*]}" >&2
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # A new cloud machine runs unattended upgrades at first boot: wait for dpkg's lock (up to
+  # LAMA_APT_LOCK_WAIT seconds, 20 minutes by default) instead of failing after apt's few tries.
+  wait=${LAMA_APT_LOCK_WAIT:-1200}
+  if command -v fuser >/dev/null && fuser /var/lib/dpkg/lock-frontend /var/lib/apt/lists/lock >/dev/null 2>&1; then
+    echo "lama: another apt-get or dpkg holds the package lock (unattended upgrades at first boot?); waiting up to $wait s" >&2
+  fi
+  apt=($SUDO apt-get -o DPkg::Lock::Timeout="$wait")
+  "${apt[@]}" update -qq
+  DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 if [ -z "${1:-}" ]; then
   command -v cargo >/dev/null || { echo "lama: cargo is required (install Rust with rustup)" >&2; exit 1; }
