@@ -404,7 +404,7 @@ fn parse(
             Some(dir) => cache::prepare_folder(dir, writer),
             None => Ok(()),
         }
-        .and_then(|_| cache::write(f, &topo, &loc, writer));
+        .and_then(|_| cache::write(f, &topo, &loc, None, writer));
         if let Err(e) = saved {
             ffi::log(
                 ffi::DEBUG,

@@ -30,7 +30,7 @@ fn main() {
     ] {
         let (t, l) = NodeTopology::from_xml_file_with_devices(&dir.join(name), true)
             .expect("a topology of tests/topologies");
-        let text = encode(&t, Some(&l), None).expect("encodes");
+        let text = encode(&t, Some(&l), None, None).expect("encodes");
         let node = decode(&text, name, true).expect("decodes");
         let (topo, loc) = (node.topology, node.locality.expect("devices"));
         let cpus = topo.cpus();

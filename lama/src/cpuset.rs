@@ -1,49 +1,87 @@
 //! Where a process's cgroup cpuset is, read from its `/proc/self/mountinfo` and
 //! `/proc/self/cpuset`: the CPUs Slurm's cgroup confinement (`ConstrainCores`) gives a step,
 //! whatever affinity its slurmstepd inherited from slurmd (which pins itself to the specialized
-//! cores under `CoreSpecCount` without confinement). The files are read by the front ends.
+//! cores under `CoreSpecCount` without confinement). The files are read by the front ends;
+//! the hierarchy, the node's, is learned once ([`Hierarchy`], kept in the node cache).
 
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// The files that may hold the CPUs of the cpuset at `cpuset` (the text of
-/// `/proc/self/cpuset`), in the order to try them: the cpuset's own, then each parent's up to
-/// the hierarchy's root. cgroup v2 (`cpuset.cpus.effective`) has the file only where the cpuset
-/// controller is enabled, and the effective set of a cgroup without it is its parent's; cgroup
-/// v1 (`cpuset.effective_cpus`, older kernels `cpuset.cpus`) has it everywhere. A v1 cpuset
-/// hierarchy, where there is one, is the one `/proc/self/cpuset` names. Empty when neither
-/// hierarchy is mounted here (no cpuset: every online CPU).
-pub fn cpuset_files(mountinfo: &str, cpuset: &str) -> Vec<PathBuf> {
-    let mounts: Vec<Mount> = mountinfo.lines().filter_map(Mount::parse).collect();
-    let v1 = mounts
-        .iter()
-        .find(|m| m.fstype == "cgroup" && m.options.split(',').any(|o| o == "cpuset"));
-    let (mount, names): (_, &[&str]) = match v1 {
-        Some(m) => (m, &["cpuset.effective_cpus", "cpuset.cpus"]),
-        None => match mounts.iter().find(|m| m.fstype == "cgroup2") {
-            Some(m) => (m, &["cpuset.cpus.effective"]),
-            None => return Vec::new(),
-        },
-    };
-    // The path is relative to the cgroup namespace's root, which is the mount's root when the
-    // hierarchy is mounted inside the namespace; a bind mount of a sub-tree shows its own root.
-    let path = cpuset.trim();
-    let rel = path
-        .strip_prefix(mount.root.trim_end_matches('/'))
-        .filter(|r| r.is_empty() || r.starts_with('/'))
-        .unwrap_or(path);
-    let mut parts: Vec<&str> = rel
-        .split('/')
-        .filter(|p| !p.is_empty() && *p != "." && *p != "..")
-        .collect();
-    let mut files = Vec::new();
-    loop {
-        let mut dir = PathBuf::from(&mount.point);
-        dir.extend(&parts);
-        files.extend(names.iter().map(|n| dir.join(n)));
-        if parts.pop().is_none() {
-            return files;
+/// The cgroup hierarchy that holds a machine's cpusets, as `/proc/self/mountinfo` shows it:
+/// where it is mounted and which of the kernel's cgroup versions it is. It belongs to the node,
+/// not to a step, so slurmd learns it once and keeps it in its topology cache; each step then
+/// reads only its own `/proc/self/cpuset` and its cpuset's file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hierarchy {
+    /// Where the hierarchy is mounted.
+    pub point: String,
+    /// The cgroup the mount shows at `point` (`/` unless a sub-tree is bind-mounted).
+    pub root: String,
+    /// 1 for cgroup v1's cpuset controller, 2 for the unified hierarchy.
+    pub version: u8,
+}
+
+impl Hierarchy {
+    /// The cpuset hierarchy of the process whose `/proc/self/mountinfo` is `mountinfo`: cgroup
+    /// v1's `cpuset` where there is one (it is the one `/proc/self/cpuset` names on a hybrid
+    /// machine), else the unified hierarchy; `None` when neither is mounted here (no cpuset:
+    /// every online CPU).
+    pub fn find(mountinfo: &str) -> Option<Hierarchy> {
+        let mounts: Vec<Mount> = mountinfo.lines().filter_map(Mount::parse).collect();
+        let v1 = mounts
+            .iter()
+            .find(|m| m.fstype == "cgroup" && m.options.split(',').any(|o| o == "cpuset"));
+        let (m, version) = match v1 {
+            Some(m) => (m, 1),
+            None => (mounts.iter().find(|m| m.fstype == "cgroup2")?, 2),
+        };
+        Some(Hierarchy {
+            point: m.point.clone(),
+            root: m.root.clone(),
+            version,
+        })
+    }
+
+    /// The files that may hold the CPUs of the cpuset at `cpuset` (the text of
+    /// `/proc/self/cpuset`), in the order to try them: the cpuset's own, then each parent's up to
+    /// the hierarchy's root. cgroup v2 (`cpuset.cpus.effective`) has the file only where the
+    /// cpuset controller is enabled, and the effective set of a cgroup without it is its
+    /// parent's; cgroup v1 (`cpuset.effective_cpus`, older kernels `cpuset.cpus`) has it
+    /// everywhere.
+    pub fn files(&self, cpuset: &str) -> Vec<PathBuf> {
+        let names: &[&str] = match self.version {
+            1 => &["cpuset.effective_cpus", "cpuset.cpus"],
+            _ => &["cpuset.cpus.effective"],
+        };
+        // The path is relative to the cgroup namespace's root, which is the mount's root when
+        // the hierarchy is mounted inside the namespace; a bind mount of a sub-tree shows its
+        // own root.
+        let path = cpuset.trim();
+        let rel = path
+            .strip_prefix(self.root.trim_end_matches('/'))
+            .filter(|r| r.is_empty() || r.starts_with('/'))
+            .unwrap_or(path);
+        let mut parts: Vec<&str> = rel
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != "." && *p != "..")
+            .collect();
+        let mut files = Vec::new();
+        loop {
+            let mut dir = PathBuf::from(&self.point);
+            dir.extend(&parts);
+            files.extend(names.iter().map(|n| dir.join(n)));
+            if parts.pop().is_none() {
+                return files;
+            }
         }
     }
+}
+
+/// The files that may hold the CPUs of the cpuset at `cpuset` (the text of
+/// `/proc/self/cpuset`) on a machine whose mounts are `mountinfo`: [`Hierarchy::find`], then
+/// [`Hierarchy::files`]. Empty when no cpuset hierarchy is mounted here.
+pub fn cpuset_files(mountinfo: &str, cpuset: &str) -> Vec<PathBuf> {
+    Hierarchy::find(mountinfo).map_or_else(Vec::new, |h| h.files(cpuset))
 }
 
 /// One line of `/proc/self/mountinfo`: `ID PARENT MAJ:MIN ROOT POINT OPTIONS [TAGS...] - TYPE
@@ -156,6 +194,31 @@ mod tests {
         assert!(
             got.iter().all(|p| p.starts_with("/sys/fs/cgroup/")),
             "{got:?}"
+        );
+    }
+
+    #[test]
+    fn the_hierarchy_is_found_once_and_gives_each_step_its_files() {
+        let h = Hierarchy::find(V1).expect("v1");
+        assert_eq!(
+            (h.point.as_str(), h.root.as_str(), h.version),
+            ("/sys/fs/cgroup/cpu set", "/", 1)
+        );
+        let h2 = Hierarchy::find(V2).expect("v2");
+        assert_eq!((h2.point.as_str(), h2.version), ("/sys/fs/cgroup", 2));
+        // What a step computes from the kept hierarchy is what it computed from the mounts.
+        for (mi, h) in [(V1, &h), (V2, &h2)] {
+            for path in [
+                "/",
+                "/slurm/uid_0/job_7/step_0",
+                "/system.slice/x/job_5/step_0/slurm\n",
+            ] {
+                assert_eq!(h.files(path), cpuset_files(mi, path), "{path}");
+            }
+        }
+        assert_eq!(
+            Hierarchy::find("22 1 0:21 / /proc rw - proc proc rw\n"),
+            None
         );
     }
 

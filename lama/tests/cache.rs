@@ -56,7 +56,7 @@ fn machines_with_devices_come_back_unchanged() {
         let (node, loc) = NodeTopology::from_xml_file_with_devices(&xml(name), true).expect("xml");
         let dir = scratch(&name.replace('.', "-"));
         let file = dir.join("topology-n1.json");
-        write(&file, &node, &loc, Writer::Root).expect("write");
+        write(&file, &node, &loc, None, Writer::Root).expect("write");
         let back = read(&file, true, Writer::Root).expect("read");
         assert_eq!(back.topology, node, "{name}: topology");
         assert_eq!(back.locality.as_ref(), Some(&loc), "{name}: devices");
@@ -89,7 +89,7 @@ fn machines_with_devices_come_back_unchanged() {
         let left: Vec<_> = std::fs::read_dir(&dir).expect("dir").collect();
         assert_eq!(left.len(), 1, "no temporary file left behind");
         // Written again over itself (slurmd restarting), still whole.
-        write(&file, &node, &loc, Writer::Root).expect("rewrite");
+        write(&file, &node, &loc, None, Writer::Root).expect("rewrite");
         assert_eq!(
             read(&file, true, Writer::Root).expect("read").topology,
             node
@@ -104,7 +104,7 @@ fn damaged_caches_are_errors() {
             .expect("xml");
     let dir = scratch("damaged");
     let good = dir.join("good.json");
-    write(&good, &node, &loc, Writer::Root).expect("write");
+    write(&good, &node, &loc, None, Writer::Root).expect("write");
     let text = std::fs::read_to_string(&good).expect("text");
     // The good file with its first `from` replaced by `to`.
     let damage = |from: &str, to: &str| text.replacen(from, to, 1);
@@ -224,7 +224,7 @@ fn caches_are_not_written_into_folders_others_can_change() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let t = NodeTopology::from_synthetic("pack:1 core:2 pu:1").unwrap();
     let loc = lama::locality::Locality::new(Vec::new(), Vec::new(), None, Vec::new());
-    let e = write(&dir.join("topology-x.json"), &t, &loc, Writer::Root)
+    let e = write(&dir.join("topology-x.json"), &t, &loc, None, Writer::Root)
         .unwrap_err()
         .to_string();
     assert!(e.contains("writable by others than root (mode 777)"), "{e}");
@@ -246,7 +246,7 @@ fn only_a_cache_root_wrote_is_trusted() {
     let good = scratch("root-folder");
     std::fs::set_permissions(&*good, std::fs::Permissions::from_mode(0o755)).unwrap();
     let file = good.join("topology-x.json");
-    write(&file, &t, &loc, Writer::Root).unwrap();
+    write(&file, &t, &loc, None, Writer::Root).unwrap();
     assert_eq!(
         read(&file, false, Writer::Root).unwrap().topology.cpus(),
         t.cpus()
@@ -261,9 +261,15 @@ fn only_a_cache_root_wrote_is_trusted() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("folder is owned by uid 65534, not root"), "{e}");
-    let e = write(&planted.join("topology-x.json"), &t, &loc, Writer::Root)
-        .unwrap_err()
-        .to_string();
+    let e = write(
+        &planted.join("topology-x.json"),
+        &t,
+        &loc,
+        None,
+        Writer::Root,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("folder is owned by uid 65534, not root"), "{e}");
 
     // A file a user owns in root's folder.
@@ -280,9 +286,15 @@ fn only_a_cache_root_wrote_is_trusted() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("folder is a symbolic link"), "{e}");
-    let e = write(&linked.join("topology-y.json"), &t, &loc, Writer::Root)
-        .unwrap_err()
-        .to_string();
+    let e = write(
+        &linked.join("topology-y.json"),
+        &t,
+        &loc,
+        None,
+        Writer::Root,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("folder is a symbolic link"), "{e}");
     symlink(&file, good.join("topology-link.json")).unwrap();
     let e = read(&good.join("topology-link.json"), false, Writer::Root)
@@ -318,4 +330,64 @@ fn keys_follow_the_content_and_the_file() {
         lama::cache::file_key(&std::fs::metadata(&f).unwrap()),
         before
     );
+}
+
+/// What slurmd learns of its node once (the CPUs online, where the cpusets' hierarchy is
+/// mounted) comes back as written, in every mode a step reads; a cache written without it (by
+/// an older lama) still serves, saying nothing of it; an online list naming a CPU the machine
+/// does not have is refused like any other damage.
+#[test]
+fn the_system_record_comes_back_and_is_optional() {
+    use lama::cache::System;
+    use lama::cpuset::Hierarchy;
+    let (node, loc) =
+        NodeTopology::from_xml_file_with_devices(&xml("32em64t-2n8c2t-pci-normalio.xml"), true)
+            .expect("xml");
+    let dir = scratch("system");
+    let cases = [
+        System {
+            online: node.cpus(),
+            cpusets: Some(Hierarchy {
+                point: "/sys/fs/cgroup".into(),
+                root: "/".into(),
+                version: 2,
+            }),
+        },
+        System {
+            online: node.cpus()[..8].to_vec(),
+            cpusets: Some(Hierarchy {
+                point: "/sys/fs/cgroup/cpu set".into(),
+                root: "/docker/abc".into(),
+                version: 1,
+            }),
+        },
+        System {
+            online: node.cpus(),
+            cpusets: None,
+        },
+    ];
+    for sys in &cases {
+        let file = dir.join("topology-n1.json");
+        write(&file, &node, &loc, Some(sys), Writer::Root).expect("write");
+        for detail in [Detail::Topology, Detail::Numa, Detail::Devices] {
+            let back = read(&file, detail, Writer::Root).expect("read");
+            assert_eq!(back.system.as_ref(), Some(sys), "{detail:?}");
+            assert_eq!(back.topology, node);
+        }
+    }
+    let file = dir.join("older.json");
+    write(&file, &node, &loc, None, Writer::Root).expect("write");
+    assert_eq!(read(&file, true, Writer::Root).expect("read").system, None);
+    let text = std::fs::read_to_string(dir.join("topology-n1.json")).expect("text");
+    let bad = text.replacen("\"online\":\"", "\"online\":\"4000,", 1);
+    assert_ne!(bad, text, "the record is on the first line");
+    let file = dir.join("bad.json");
+    std::fs::write(&file, bad).expect("write");
+    match read(&file, true, Writer::Root) {
+        Err(CacheError::Invalid { reason, .. }) => assert!(reason.contains("online"), "{reason}"),
+        other => panic!(
+            "a damaged online list read as {:?}",
+            other.map(|n| n.system)
+        ),
+    }
 }

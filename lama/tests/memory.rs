@@ -112,7 +112,7 @@ struct Machine {
 
 fn load(path: &Path) -> Machine {
     let (topo, loc) = NodeTopology::from_xml_file_with_devices(path, true).expect("loads");
-    let text = encode(&topo, Some(&loc), None).expect("encodes");
+    let text = encode(&topo, Some(&loc), None, None).expect("encodes");
     let node = decode(&text, "test", true).expect("decodes");
     Machine {
         name: path.file_name().unwrap().to_string_lossy().into_owned(),

@@ -100,25 +100,26 @@ fn read(xml: Option<&Path>, flags: u32) -> Result<String, String> {
     match (xml, devices) {
         (Some(path), true) => {
             let (t, loc) = NodeTopology::from_xml_file_with_devices(path, whole).map_err(text)?;
-            encode(&t, Some(&loc), None)
+            encode(&t, Some(&loc), None, None)
         }
         (Some(path), false) => encode(
             &NodeTopology::from_xml_file(path).map_err(text)?,
             None,
             None,
+            None,
         ),
         (None, true) => {
             let (t, allowed, loc) = NodeTopology::this_machine_with_devices(whole).map_err(text)?;
-            encode(&t, Some(&loc), Some(&allowed))
+            encode(&t, Some(&loc), Some(&allowed), None)
         }
         (None, false) if whole => {
             let (t, allowed) = NodeTopology::this_machine_whole().map_err(text)?;
-            encode(&t, None, Some(&allowed))
+            encode(&t, None, Some(&allowed), None)
         }
         (None, false) => {
             let t = NodeTopology::this_machine().map_err(text)?;
             let allowed = t.cpus();
-            encode(&t, None, Some(&allowed))
+            encode(&t, None, Some(&allowed), None)
         }
     }
 }

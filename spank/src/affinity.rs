@@ -81,38 +81,87 @@ pub fn allowed() -> Result<Vec<u32>, String> {
     })
 }
 
+/// A file the kernel writes (procfs, sysfs, cgroupfs), read whole: they are small, and it takes
+/// one open and one or two reads, no `stat`, since each step reads a few.
+fn read_kernel(path: &std::path::Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut text = String::with_capacity(256);
+    std::fs::File::open(path)?
+        .take(1 << 16)
+        .read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// [`read_kernel`], its path in the error.
+fn read_system(path: &str) -> Result<String, String> {
+    read_kernel(std::path::Path::new(path)).map_err(|e| format!("cannot read {path}: {e}"))
+}
+
+/// A cpulist read from `path`.
+fn cpu_list(path: &std::path::Path, text: &str) -> Result<Vec<u32>, String> {
+    lama::idset::parse_list(text.trim()).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// What slurmd learns of its node at start for its steps ([`lama::cache::System`]): the CPUs
+/// online and where the cpusets' cgroup hierarchy is mounted.
+#[allow(dead_code)] // the Slurm plugin's, which shares this file
+pub fn system() -> Result<lama::cache::System, String> {
+    let online = read_system(ONLINE)?;
+    let online = cpu_list(std::path::Path::new(ONLINE), &online)?;
+    let cpusets = read_system("/proc/self/mountinfo")
+        .ok()
+        .and_then(|m| lama::cpuset::Hierarchy::find(&m));
+    Ok(lama::cache::System { online, cpusets })
+}
+
+/// Where Linux lists the CPUs online.
+const ONLINE: &str = "/sys/devices/system/cpu/online";
+
 /// The CPUs of the calling process's cgroup cpuset that are online (OS indexes, ascending):
 /// what Slurm's cgroup confinement gives the step, whatever affinity this process inherited
 /// (slurmd pins itself, and so its slurmstepds, to the specialized cores under `CoreSpecCount`
-/// without confinement). Every online CPU where no cpuset hierarchy is mounted.
+/// without confinement). Every online CPU where no cpuset hierarchy is mounted. `known` is what
+/// slurmd learned of the node at start (its cache's [`lama::cache::System`]): then only the
+/// process's own `/proc/self/cpuset` and its cpuset's file are read, unless that file is not
+/// where slurmd saw the hierarchy (it moved since), when everything is read again.
 #[allow(dead_code)] // the Slurm plugin's, which shares this file
-pub fn cpuset_cpus() -> Result<Vec<u32>, String> {
-    let read = |path: &str| {
-        lama::limits::read_text(std::path::Path::new(path), 1 << 16)
-            .map_err(|e| format!("cannot read {path}: {e}"))
-    };
-    let list = |path: &std::path::Path, text: &str| {
-        lama::idset::parse_list(text.trim()).map_err(|e| format!("{}: {e}", path.display()))
-    };
-    let online = read("/sys/devices/system/cpu/online")?;
-    let online = list(
-        std::path::Path::new("/sys/devices/system/cpu/online"),
-        &online,
-    )?;
-    let files = match (read("/proc/self/mountinfo"), read("/proc/self/cpuset")) {
-        (Ok(mounts), Ok(cpuset)) => lama::cpuset::cpuset_files(&mounts, &cpuset),
+pub fn cpuset_cpus(known: Option<&lama::cache::System>) -> Result<Vec<u32>, String> {
+    if let Some(sys) = known {
+        match &sys.cpusets {
+            None => return Ok(sys.online.clone()),
+            Some(h) => {
+                let Ok(cpuset) = read_system("/proc/self/cpuset") else {
+                    return Ok(sys.online.clone());
+                };
+                if let Some(cpus) = first_cpuset(&h.files(&cpuset), &sys.online)? {
+                    return Ok(cpus);
+                }
+            }
+        }
+    }
+    let sys = system()?;
+    let files = match (&sys.cpusets, read_system("/proc/self/cpuset")) {
+        (Some(h), Ok(cpuset)) => h.files(&cpuset),
         // A kernel without cpusets has no /proc/self/cpuset.
         _ => Vec::new(),
     };
-    // A cgroup v2 without the cpuset controller has no file: its parent's set applies.
-    if let Some(file) = files.iter().find(|f| f.exists()) {
-        let text = lama::limits::read_text(file, 1 << 16)
-            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        let mut cpus = list(file, &text)?;
+    Ok(first_cpuset(&files, &sys.online)?.unwrap_or(sys.online))
+}
+
+/// The online CPUs of the first of `files` that exists; `None` when none does. A cgroup v2
+/// without the cpuset controller has no file: its parent's set applies.
+fn first_cpuset(files: &[std::path::PathBuf], online: &[u32]) -> Result<Option<Vec<u32>>, String> {
+    for file in files {
+        let text = match read_kernel(file) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+        };
+        let mut cpus = cpu_list(file, &text)?;
         cpus.retain(|c| online.binary_search(c).is_ok());
-        return Ok(cpus);
+        return Ok(Some(cpus));
     }
-    Ok(online)
+    Ok(None)
 }
 
 /// `set_mempolicy`'s mode that allows the listed nodes only (linux/mempolicy.h).

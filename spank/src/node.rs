@@ -1,6 +1,7 @@
 //! Where a node's topology comes from: `topology=FILE`, slurmd's cache, or a probe of the
 //! machine through the hwloc helper; and slurmd writing that cache at start.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 use lama::cache::{self, Detail, Writer};
@@ -17,7 +18,12 @@ use crate::{affinity, probe};
 /// for, and where they came from.
 pub struct NodeFound {
     pub topology: NodeTopology,
+    /// From the cache, the CPUs this process may run on ([`affinity::allowed`]), which lie
+    /// within its cpuset: enough for a step whose CPUs are all among them ([`usable`]).
+    /// Otherwise the CPUs its cpuset allows, as hwloc reads them.
     pub usable: Vec<u32>,
+    /// What slurmd learned of the node at start (from the cache).
+    pub system: Option<lama::cache::System>,
     pub locality: Option<Locality>,
     pub numa: Option<Vec<Numa>>,
     pub source: &'static str,
@@ -48,6 +54,7 @@ pub fn find(settings: &Settings, host: &str, detail: Detail) -> Result<NodeFound
         return Ok(NodeFound {
             topology: n.topology,
             usable,
+            system: None,
             locality: n.locality,
             numa: n.numa,
             source: "topology from its file (hwloc)",
@@ -59,10 +66,12 @@ pub fn find(settings: &Settings, host: &str, detail: Detail) -> Result<NodeFound
         let read = cache::read(&file, detail, Writer::Root)
             .map_err(|e| e.to_string())
             .and_then(|n| {
-                let allowed = affinity::cpuset_cpus()?;
+                // One system call; the cpuset's files are read only when the step needs them.
+                let allowed = affinity::allowed()?;
                 cache::check_fresh(&n.topology, host, &allowed).map(|_| NodeFound {
                     topology: n.topology,
                     usable: allowed,
+                    system: n.system,
                     locality: n.locality,
                     numa: n.numa,
                     source: FROM_CACHE,
@@ -92,10 +101,24 @@ pub fn probed(detail: Detail) -> Result<NodeFound, String> {
     Ok(NodeFound {
         topology: n.topology,
         usable,
+        system: None,
         locality: n.locality,
         numa: n.numa,
         source: "topology probed (hwloc)",
     })
+}
+
+/// The CPUs this slurmstepd may use, for a step whose CPUs on the node are `step` (ascending).
+/// A process's affinity always lies within its cpuset, so a step whose CPUs it covers needs
+/// nothing more; otherwise (slurmd pinned to the specialized cores under `CoreSpecCount`, say)
+/// the cpuset decides ([`affinity::cpuset_cpus`]: the step's own cpuset file, where slurmd saw
+/// the hierarchy).
+pub fn usable<'a>(found: &'a NodeFound, step: &[u32]) -> Result<Cow<'a, [u32]>, String> {
+    let covered = step.iter().all(|c| found.usable.binary_search(c).is_ok());
+    if covered || found.source != FROM_CACHE {
+        return Ok(Cow::Borrowed(&found.usable));
+    }
+    affinity::cpuset_cpus(found.system.as_ref()).map(Cow::Owned)
 }
 
 /// In slurmd at start-up (as root): save the machine's topology for the steps to load.
@@ -111,8 +134,10 @@ pub fn write_cache(settings: &Settings) {
     let saved = made.and_then(|_| {
         let n = probe::node(None, Detail::Devices)?;
         let loc = n.locality.ok_or("lama's hwloc helper read no devices")?;
-        cache::write(&file, &n.topology.with_name(&host), &loc, Writer::Root)
-            .map_err(|e| e.to_string())
+        // Learned here once, so that no step reads the mounts or the CPUs online again.
+        let system = affinity::system()?;
+        let topology = n.topology.with_name(&host);
+        cache::write(&file, &topology, &loc, Some(&system), Writer::Root).map_err(|e| e.to_string())
     });
     if let Err(e) = saved {
         log(

@@ -21,12 +21,7 @@ impl Lama {
     /// site's options, then Slurm's own `--cpu-bind` and `--mem-bind` as srun wrote them for the
     /// step (srun has refused or said what they change before launch). Sets the tasks' memory
     /// policy.
-    pub(crate) fn placing(
-        &self,
-        spank: &SpankHandle,
-        tasks: usize,
-        st: &mut Step,
-    ) -> Result<Placing, String> {
+    pub(crate) fn placing(&self, tasks: usize, st: &mut Step) -> Result<Placing, String> {
         let p = self
             .settings
             .placing(&self.user, Some(tasks))
@@ -35,7 +30,7 @@ impl Lama {
             return Ok(p);
         }
         let lama_mem = self.settings.mem(&self.user).map_err(|e| e.to_string())?;
-        let get = |k: &str| spank.getenv(k).ok().flatten();
+        let get = |k: &str| crate::room::var(k);
         match auto::slurm_binding(&self.user, lama_mem.is_some(), get) {
             Beside::Place(follow) => {
                 // lama's own mode, else Slurm's --mem-bind=local|rank followed on lama's CPUs.
@@ -62,7 +57,7 @@ impl Lama {
     ) -> std::result::Result<(), String> {
         let counts = self.settings.devices(&self.user).map_err(|e| e.to_string());
         let want_devices = matches!(counts, Ok(c) if c != (0, 0));
-        let get = |k: &str| spank.getenv(k).ok().flatten();
+        let get = |k: &str| crate::room::var(k);
         // Slurm's GPUs stay where lama chooses none: each task works out which it got, to say
         // when lama placed it away from them.
         let slurm_gpus = matches!(counts, Ok((_, 0)))
@@ -195,10 +190,7 @@ impl Lama {
         // Slurm's cores, and of those only CPUs this slurmstepd may use (its cgroup's cpuset).
         // --hint=nomultithread and --threads-per-core=N: only the first N threads of each core.
         // A value srun's own --hint dropped (srun said so) is the job's, not the step's.
-        let threads = spank
-            .getenv("SLURM_THREADS_PER_CORE")
-            .ok()
-            .flatten()
+        let threads = crate::room::var("SLURM_THREADS_PER_CORE")
             .filter(|_| !self.all_threads)
             .and_then(|v| v.trim().parse::<u32>().ok());
         let mut cpus = cores_to_cpus(&found.topology, cores, threads);
@@ -212,17 +204,18 @@ impl Lama {
             found = node::probed(detail)?;
             cpus = cores_to_cpus(&found.topology, cores, threads);
         }
+        let cpus = cpus.map_err(|e| e.to_string())?;
+        let usable = node::usable(&found, &cpus)?;
+        let mut cpus = usable_cpus(cpus, &usable).map_err(|e| e.to_string())?;
+        drop(usable);
         st.lap(found.source);
         if mem {
             st.numa = found.numa;
         }
-        let mut cpus = cpus
-            .and_then(|c| usable_cpus(c, &found.usable))
-            .map_err(|e| e.to_string())?;
         // The job's --thread-spec threads stay in the step's cores and cpuset; Slurm's own
         // automatic binding keeps tasks off them, and so does lama (Slurm honoured the option
         // only if the job holds the whole node).
-        let spec = spank.getenv(lama::slurm::THREAD_SPEC_VAR).ok().flatten();
+        let spec = crate::room::var(lama::slurm::THREAD_SPEC_VAR);
         let whole = || {
             spank
                 .job_alloc_cores()
@@ -252,16 +245,19 @@ impl Devices {
     /// GPUs Slurm wrote into its environment), so tasks that see the same GPUs agree.
     pub(crate) fn for_task(
         &self,
-        spank: &SpankHandle,
         tasks: &[TaskBinding],
         i: usize,
     ) -> std::result::Result<Vec<(String, String)>, String> {
         if let Some(chosen) = &self.chosen {
             return Ok(chosen.env(&self.loc, i));
         }
-        let all = choose_devices(&self.loc, tasks, self.counts, self.weights.as_ref(), |k| {
-            spank.getenv(k).ok().flatten()
-        })
+        let all = choose_devices(
+            &self.loc,
+            tasks,
+            self.counts,
+            self.weights.as_ref(),
+            crate::room::var,
+        )
         .map_err(|e| e.to_string())?
         .sharing(self.visibility);
         Ok(all.env(&self.loc, i))
@@ -274,11 +270,10 @@ impl Devices {
     /// task by task, the task keeps Slurm's GPUs, and `Err` says why (with lama's NICs).
     pub(crate) fn for_policy_task(
         &self,
-        spank: &SpankHandle,
         i: usize,
     ) -> Option<std::result::Result<Vec<(String, String)>, SlurmGpus>> {
         let chosen = self.chosen.as_ref().filter(|_| self.policy)?;
-        Some(chosen.env_within_task_gpus(&self.loc, i, |k| spank.getenv(k).ok().flatten()))
+        Some(chosen.env_within_task_gpus(&self.loc, i, crate::room::var))
     }
 }
 

@@ -55,11 +55,11 @@ pub fn report_lines(devices: bool) -> Result<(String, Vec<String>), String> {
     let text = if devices {
         NodeTopology::this_machine_with_devices(true)
             .map_err(|e| e.to_string())
-            .and_then(|(t, allowed, loc)| cache::encode(&t, Some(&loc), Some(&allowed)))
+            .and_then(|(t, allowed, loc)| cache::encode(&t, Some(&loc), Some(&allowed), None))
     } else {
         NodeTopology::this_machine_whole()
             .map_err(|e| e.to_string())
-            .and_then(|(t, allowed)| cache::encode(&t, None, Some(&allowed)))
+            .and_then(|(t, allowed)| cache::encode(&t, None, Some(&allowed), None))
     };
     let text = text.map_err(|e| format!("lama node-report on {host}: {e}"))?;
     let mut lines = Vec::new();

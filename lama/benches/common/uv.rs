@@ -32,7 +32,7 @@ impl Uv {
         let dir = std::env::temp_dir().join(format!("lama-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let file = dir.join("topology-n1.json");
-        cache::write(&file, &topo, &loc, cache::Writer::Root).expect("cache");
+        cache::write(&file, &topo, &loc, None, cache::Writer::Root).expect("cache");
         let e = Expert {
             map: Some("csbnh"),
             bind: Some("1c"),

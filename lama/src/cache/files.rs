@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{decode, encode, CacheError, Node};
+use super::{decode, encode, CacheError, Node, System};
 use crate::idset::in_table;
 use crate::locality::Locality;
 use crate::topology::NodeTopology;
@@ -33,19 +33,21 @@ impl Writer {
     }
 }
 
-/// Writes `node` and its devices `loc` to `path`, readable by everyone, replacing any older file
-/// in one step (a step starting meanwhile reads the old file or the new one, never a mix).
+/// Writes `node`, its devices `loc` and, for slurmd's cache, what it learned of the `system`
+/// to `path`, readable by everyone, replacing any older file in one step (a step starting
+/// meanwhile reads the old file or the new one, never a mix).
 pub fn write(
     path: &Path,
     node: &NodeTopology,
     loc: &Locality,
+    system: Option<&System>,
     writer: Writer,
 ) -> Result<(), CacheError> {
     let io = |reason: String| CacheError::Io {
         path: path.display().to_string(),
         reason,
     };
-    let text = encode(node, Some(loc), None).map_err(io)?;
+    let text = encode(node, Some(loc), None, system).map_err(io)?;
     let dir = path
         .parent()
         .ok_or_else(|| io("no parent directory".into()))?;

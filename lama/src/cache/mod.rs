@@ -75,6 +75,30 @@ struct File {
     /// In a probe's answer only: the CPUs the probing process may use, a cpulist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     allowed: Option<String>,
+    /// In slurmd's cache only: what the node's steps would otherwise read from the system in
+    /// every step. A cache without it (written before it existed) still serves; its steps then
+    /// read them themselves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    system: Option<SystemRecord>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SystemRecord {
+    /// `/sys/devices/system/cpu/online` when slurmd started, a cpulist.
+    online: String,
+    /// The cpuset hierarchy; `None` where none is mounted.
+    cpusets: Option<crate::cpuset::Hierarchy>,
+}
+
+/// What slurmd learns of its node once, at start, so that its steps need not read it again:
+/// the CPUs online and where the cgroup hierarchy with the cpusets is mounted. A step still
+/// reads its own cpuset, which belongs to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct System {
+    /// The CPUs online (OS indexes, ascending).
+    pub online: Vec<u32>,
+    /// The cpuset hierarchy; `None` where none is mounted (every online CPU is usable).
+    pub cpusets: Option<crate::cpuset::Hierarchy>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -259,6 +283,8 @@ pub struct Node {
     pub numa: Option<Vec<Numa>>,
     /// The CPUs the process that read it may use, when it says.
     pub allowed: Option<Vec<u32>>,
+    /// What slurmd learned of the node's system at start, when it says.
+    pub system: Option<System>,
 }
 
 /// One run of alike places being encoded; `per_parent` is `None` while every place so far has
@@ -368,6 +394,7 @@ pub fn encode(
     node: &NodeTopology,
     loc: Option<&Locality>,
     allowed: Option<&[u32]>,
+    system: Option<&System>,
 ) -> Result<String, String> {
     let devices = loc
         .map(|loc| place_runs(loc, node.pus()).map(|places| (loc, places)))
@@ -399,6 +426,10 @@ pub fn encode(
         pus: join_commas(node.pus().iter().map(u32::to_string)),
         levels: Level::ALL.iter().map(|&l| runs(node.objects(l))).collect(),
         allowed: allowed.map(format_list),
+        system: system.map(|s| SystemRecord {
+            online: format_list(&s.online),
+            cpusets: s.cpusets.clone(),
+        }),
     };
     // Plain data with string keys: serialising it cannot fail.
     let mut text = serde_json::to_string(&file).unwrap_or_default();
@@ -509,6 +540,16 @@ pub fn decode(text: &str, source: &str, detail: impl Into<Detail>) -> Result<Nod
         .map(|a| cpus(&a, &known))
         .transpose()
         .map_err(|e| invalid(format!("allowed CPUs: {e}")))?;
+    let system = f
+        .system
+        .map(|r| {
+            cpus(&r.online, &known).map(|online| System {
+                online,
+                cpusets: r.cpusets,
+            })
+        })
+        .transpose()
+        .map_err(|e| invalid(format!("online CPUs: {e}")))?;
     let numa_of = |list: Vec<NumaRecord>| {
         if list.len() > MAX_NUMA {
             return Err(invalid(format!("more than {MAX_NUMA} NUMA nodes")));
@@ -573,5 +614,6 @@ pub fn decode(text: &str, source: &str, detail: impl Into<Detail>) -> Result<Nod
         locality,
         numa,
         allowed,
+        system,
     })
 }
