@@ -44,7 +44,7 @@ impl Lama {
     ) -> Result<(), String> {
         let (topo, cpus, loc) = self.step_node(spank, st, true)?;
         let loc = loc.ok_or("lama could not read this node's devices")?;
-        let get = |k: &str| spank.getenv(k).ok().flatten();
+        let get = |k: &str| crate::room::var(k);
         // Under --gpus-per-task, Slurm binds the GPUs task by task, but the step's environment
         // (unlike each task's) still names them all: the policy weighs the domains by them, and
         // each task follows the GPUs Slurm binds to it. Where no variable names them, the

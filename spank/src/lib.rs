@@ -284,11 +284,11 @@ impl Lama {
         };
         let het_size = ["SLURM_HET_SIZE", "SLURM_PACK_SIZE"]
             .iter()
-            .find_map(|k| spank.getenv(k).ok().flatten()?.trim().parse::<u32>().ok());
+            .find_map(|k| crate::room::var(k)?.trim().parse::<u32>().ok());
         st.het = het_size.is_some_and(|n| n > 1);
         st.lap("Slurm's items");
         if st.manage_taskmap {
-            let env = StepEnv::from_lookup(|n| spank.getenv(n).ok().flatten());
+            let env = StepEnv::from_lookup(crate::room::var);
             // A layout that cannot be read is the same on every node, unless the host file could
             // not be read here.
             let step_wide = std::cell::Cell::new(true);
@@ -348,7 +348,7 @@ impl Lama {
         }
         st.local_ranks = ranks.clone();
         st.lap("TASK_MAP");
-        let placing = self.placing(spank, ranks.len(), &mut st);
+        let placing = self.placing(ranks.len(), &mut st);
         match placing {
             Ok(Placing::LeftAlone) => {}
             Ok(Placing::Map(req)) => {
@@ -370,18 +370,18 @@ impl Lama {
                 st.failure = Some(e);
             }
         }
-        self.room(spank, &mut st);
+        self.room(&mut st);
         st
     }
 
     /// Whether the tasks must measure their environment before lama exports into it: always when
     /// placing (each task gets several variables), and for `TASK_MAP` alone only when the
     /// step's environment leaves less than `lama::environ::TASK_SETUP_BYTES` to spare.
-    fn room(&self, spank: &SpankHandle, st: &mut Step) {
+    fn room(&self, st: &mut Step) {
         if !st.placing && st.taskmap.is_none() {
             return;
         }
-        let propagated = spank.getenv("SLURM_RLIMIT_STACK").ok().flatten();
+        let propagated = crate::room::var("SLURM_RLIMIT_STACK");
         st.exec_limit = exec_limit(room::task_stack_limit(propagated.as_deref()));
         st.check_room = st.placing
             || match (&st.taskmap, room::measure(&[])) {

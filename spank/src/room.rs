@@ -65,6 +65,22 @@ fn each(array: *const *const c_char, mut f: impl FnMut(&[u8])) {
     }
 }
 
+/// The job's environment variable `name` (in `user_init`, the step's; in `task_init`, this
+/// task's), read in place from Slurm's array: what `spank_getenv` returns, without its copy
+/// into a fresh 4 KiB buffer for every variable (slurm-spank's), a dozen times per step and
+/// per task. `None` when it is not set, not UTF-8, or Slurm does not say.
+pub fn var(name: &str) -> Option<String> {
+    let env = strings(false)?;
+    let name = name.as_bytes();
+    let mut found = None;
+    each(env, |s| {
+        if found.is_none() && s.len() > name.len() && s[name.len()] == b'=' && s.starts_with(name) {
+            found = Some(String::from_utf8(s[name.len() + 1..].to_vec()).ok());
+        }
+    });
+    found.flatten()
+}
+
 /// One of `vars` that the environment already holds.
 pub struct Held {
     /// The variable's name.

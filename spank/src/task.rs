@@ -52,7 +52,7 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
         // slurmstepd has written this task's SLURM_PROCID and SLURM_NODEID by now.
         let checked = match &st.per_task_map {
             Some(map) => {
-                let var = |k: &str| spank.getenv(k).ok().flatten().unwrap_or_default();
+                let var = |k: &str| crate::room::var(k).unwrap_or_default();
                 check_task(map, &var("SLURM_PROCID"), &var("SLURM_NODEID"))
             }
             None => Ok(()),
@@ -168,14 +168,14 @@ fn place(
     // Where Slurm binds GPUs task by task, the policy's slots follow them; every task of the
     // node works the same moves out from the same variables.
     let slots = (st.slot_domains.as_deref().zip(domains))
-        .and_then(|(slot_domains, domains)| follow_slots(slot_domains, domains, st, spank));
+        .and_then(|(slot_domains, domains)| follow_slots(slot_domains, domains, st));
     let slot_of = |j: usize| slots.as_ref().and_then(|s| s.get(j).copied()).unwrap_or(j);
     let slot = slot_of(i);
     let t = &st.tasks[slot];
     let list = format_list(&t.cpus);
     let mut cpus = vec![("LAMA_CPUS".to_string(), list.clone())];
     // Set when Slurm's task plugin bound the task (task/affinity); lama's binding replaces it.
-    let slurm_bind = spank.getenv("SLURM_CPU_BIND").ok().flatten();
+    let slurm_bind = crate::room::var("SLURM_CPU_BIND");
     // Its `verbose` word is Slurm's --cpu-bind=verbose (read here, before lama rewrites it).
     let slurm_verbose = cpu_bind_verbose(slurm_bind.as_deref());
     let before = if st.verbose && st.bind && slurm_bind.is_some() {
@@ -224,7 +224,7 @@ fn place(
     }
     groups.push(Group::cpus(cpus));
     if let Some(d) = &st.devices {
-        match d.for_policy_task(spank, slot) {
+        match d.for_policy_task(slot) {
             Some(Ok(v)) => groups.push(Group::devices(v)),
             // Never a GPU the task may not open: Slurm's GPUs stay, said once per node.
             Some(Err(kept)) => {
@@ -243,7 +243,7 @@ fn place(
                 }
                 groups.push(Group::devices(kept.env));
             }
-            None => match d.for_task(spank, &st.tasks, i) {
+            None => match d.for_task(&st.tasks, i) {
                 Ok(v) => groups.push(Group::devices(v)),
                 Err(e) => fatal(format!("task {rank} on {}: {e}", st.host)),
             },
@@ -282,9 +282,8 @@ fn follow_slots(
     slot_domains: &[Option<usize>],
     domains: &[Vec<u32>],
     st: &Step,
-    spank: &SpankHandle,
 ) -> Option<Vec<usize>> {
-    let local = slurm_wants(st, domains, spank)?;
+    let local = slurm_wants(st, domains)?;
     if local.wants.len() != st.local_ranks.len() || slot_domains.len() != st.tasks.len() {
         return None;
     }
@@ -316,8 +315,8 @@ struct Wants {
 /// How Slurm binds the step's GPUs task by task, worked out alike in every task of the node:
 /// next to the CPUs its task plugin bound each local task to (`SLURM_CPU_BIND_LIST`, read
 /// before lama rewrites it), or by task id from the step's GPUs (`Step::bound_gpus`).
-fn slurm_wants(st: &Step, domains: &[Vec<u32>], spank: &SpankHandle) -> Option<Wants> {
-    let get = |k: &str| spank.getenv(k).ok().flatten();
+fn slurm_wants(st: &Step, domains: &[Vec<u32>]) -> Option<Wants> {
+    let get = |k: &str| crate::room::var(k);
     let tres = get("SLURMD_TRES_BIND");
     let masks = || get("SLURM_CPU_BIND_LIST").and_then(|l| mask_list(&l));
     if binds_gpus_by_mask(tres.as_deref()) {
@@ -357,7 +356,7 @@ fn far_from_gpus(
     spank: &SpankHandle,
 ) -> Option<String> {
     let local = usize::try_from(spank.task_id().ok()?).ok()?;
-    let all = slurm_wants(st, domains, spank)?;
+    let all = slurm_wants(st, domains)?;
     let (near, what) = all.wants.get(local)?;
     let meets = |d: &usize| cpus.iter().any(|c| domains[*d].binary_search(c).is_ok());
     if near.is_empty() || near.iter().any(meets) {
