@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Which of the plugin's functions run in a step, in the order they first run: the list behind
 # spank/hot.ld. Puts a uprobe on every function of this tree's release build (tracefs; the few
-# the kernel cannot probe are skipped), runs TASK_MAP-only steps, an sbatch and a step that
-# places (--lama-map=csbnh) on a sandbox cluster, and prints each function once as a hot.ld
-# pattern, with the processes that ran it. Needs root.
+# the kernel cannot probe are skipped), runs TASK_MAP-only steps, an sbatch and steps that
+# place (--lama-map=csbnh, --lama-policy=auto, with --lama-mem=local) on a sandbox cluster, and
+# prints each function once as a hot.ld pattern, with the processes that ran it, and "cold"
+# where the build laid it outside spank/hot.ld's section (a pattern to add there). Needs root.
 # Usage: contrib/bench/hot-functions.sh   (LAMA_SLURM_PREFIX=PREFIX for a built Slurm)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -48,17 +49,24 @@ job=$(salloc --no-shell -N3 -n3 2>&1 | awk '/Granted/ {print $NF}')
 for i in 1 2 3; do srun --jobid="$job" -N3 -n3 true; done
 sbatch -N1 -o /dev/null --wrap true >/dev/null
 srun --jobid="$job" -N3 -n3 --lama-map=csbnh --lama-bind=1c true
+srun --jobid="$job" -N3 -n3 --lama-policy=auto true
+srun --jobid="$job" -N3 -n3 --lama-policy=auto --lama-mem=local true
 echo 0 > "$tracefs/tracing_on"
+# The hot section's addresses: a function outside them is one hot.ld does not name yet.
+read -r hot_start hot_size < <(readelf -SW "$so" | awk '$2 == ".text.lama_hot" {print $4, $6}')
+nm --defined-only "$so" | awk '$2 ~ /^[tTW]$/ {print $3, $1}' > "$work/addresses"
 # Trace lines: "COMM-PID [CPU] FLAGS TIME: fN: (ADDRESS)"; comm may contain dashes.
 sed -n 's/^ *\(.*\)-[0-9]* *\[[0-9]*\].* \(f[0-9]*\): .*/\1 \2/p' "$tracefs/trace" |
   python3 -c '
 import re, sys
 names = dict(l.split(None, 1) for l in open(sys.argv[1]))
+addr = dict((n, int(a, 16)) for n, a in (l.split() for l in open(sys.argv[2])))
+start, size = int(sys.argv[3], 16), int(sys.argv[4], 16)
 order, who = [], {}
 for line in sys.stdin:
     comm, event = line.split()
     name = names[event].strip()
-    if name not in who:
+    if name not in who and name in addr:
         order.append(name)
         who[name] = set()
     who[name].add(comm)
@@ -66,5 +74,6 @@ for name in order:
     pattern = re.sub(r"17h[0-9a-f]{16}E$", "17h*", name)
     pattern = re.sub(r"Cs[0-9A-Za-z]+_", "Cs*_", pattern)
     pattern = re.sub(r"\.[0-9]+$", "*", pattern)
-    print(".text*." + pattern, " (" + ",".join(sorted(who[name])) + ")")
-' "$work/index"
+    cold = "" if start <= addr[name] < start + size else " cold"
+    print(".text*." + pattern, " (" + ",".join(sorted(who[name])) + ")" + cold)
+' "$work/index" "$work/addresses" "$hot_start" "$hot_size"
