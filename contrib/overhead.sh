@@ -10,11 +10,11 @@
 #             (contrib/bench/rust-floor.sh): what loading any Rust plugin costs (--cpu-bind=none)
 #   taskmap   A, the lama plugin without options: TASK_MAP only (--cpu-bind=none)
 #   lama      A, lama places and binds on top of task/affinity: --lama-map=csbnh --lama-bind=1c
-#             (--cpu-bind=none)
+#             (no --cpu-bind: lama refuses one beside its own options)
 #   slurm     A, Slurm's own binding of the same shape: --cpu-bind=cores, no plugin
 #   installed A, the same Slurm binding on a site where lama is installed: --cpu-bind=cores, the
 #             lama plugin exports TASK_MAP only
-#   auto      A, lama's automatic policy: --lama-policy=auto (--cpu-bind=none)
+#   auto      A, lama's automatic policy: --lama-policy=auto
 #   mem       A, the policy with memory binding: --lama-policy=auto --lama-mem=local
 #   bare      B, no plugin: a cluster without task/affinity (what task/affinity itself costs)
 #   site      B, lama places and binds: --lama-map=csbnh --lama-bind=1c
@@ -83,11 +83,11 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
       noop) line="required $noop" args=(--cpu-bind=none) ;;
       rust) line="required $floor" args=(--cpu-bind=none) ;;
       taskmap) line="required $plugin" args=(--cpu-bind=none) ;;
-      lama) line="required $plugin" args=(--cpu-bind=none --lama-map=csbnh --lama-bind=1c) ;;
+      lama) line="required $plugin" args=(--lama-map=csbnh --lama-bind=1c) ;;
       slurm) args=(--cpu-bind=cores) ;;
       installed) line="required $plugin" args=(--cpu-bind=cores) ;;
-      auto) line="required $plugin" args=(--cpu-bind=none --lama-policy=auto) ;;
-      mem) line="required $plugin" args=(--cpu-bind=none --lama-policy=auto --lama-mem=local) ;;
+      auto) line="required $plugin" args=(--lama-policy=auto) ;;
+      mem) line="required $plugin" args=(--lama-policy=auto --lama-mem=local) ;;
       bare) dir=$b job=$jb ;;
       site) dir=$b job=$jb line="required $plugin" args=(--lama-map=csbnh --lama-bind=1c) ;;
     esac
@@ -107,12 +107,12 @@ for n in ${LAMA_OVERHEAD_SHAPES:-3 $((3 * cpus))}; do
     # CPUs' scheduler puts aside mid-phase reads high; five steps per cluster give a median.
     for d in $a $b; do echo "required $plugin" > "$d/plugstack.conf"; done
     for i in 1 2 3 4 5; do
-      SLURM_CONF=$a/slurm.conf srun --jobid="$ja" -N3 -n"$n" --cpu-bind=none --lama-map=csbnh \
+      SLURM_CONF=$a/slurm.conf srun --jobid="$ja" -N3 -n"$n" --lama-map=csbnh \
         --lama-bind=1c --lama-verbose true 2>&1 | sed -n 's/.*\(node placed in .*\)/A \1/p' || true
       SLURM_CONF=$b/slurm.conf srun --jobid="$jb" -N3 -n"$n" --lama-map=csbnh --lama-bind=1c \
         --lama-verbose true 2>&1 | sed -n 's/.*\(node placed in .*\)/B \1/p' || true
       if [ "$has_mem" = 1 ]; then
-        SLURM_CONF=$a/slurm.conf srun --jobid="$ja" -N3 -n"$n" --cpu-bind=none --lama-policy=auto \
+        SLURM_CONF=$a/slurm.conf srun --jobid="$ja" -N3 -n"$n" --lama-policy=auto \
           --lama-mem=local --lama-verbose true 2>&1 | sed -n 's/.*\(node placed in .*\)/M \1/p' || true
       fi
     done

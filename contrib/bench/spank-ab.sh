@@ -39,7 +39,7 @@ for v in old new; do
     perf probe -q -x "$work/$v.so" -a "probe_$v:${f}_$v=slurm_spank_$f" -a "probe_$v:${f}_${v}_ret=slurm_spank_$f%return"
   done
 done
-read -r -a args <<<"${LAMA_AB_ARGS:---cpu-bind=none --lama-map=csbnh --lama-bind=1c}"
+read -r -a args <<<"${LAMA_AB_ARGS:---lama-map=csbnh --lama-bind=1c}"
 for v in old new; do   # warm up both
   echo "required $work/$v.so" > "$dir/plugstack.conf"
   srun --jobid="$job" -N3 -n3 "${args[@]}" true

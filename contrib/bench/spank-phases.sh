@@ -56,7 +56,7 @@ for kind in "${kinds[@]}"; do
     noop) line="required $work/noop.so" ;;
     rust) line="required $floor" ;;
     lama) line="required $lama" ;;
-    place) line="required $lama" args=(--cpu-bind=none --lama-map=csbnh --lama-bind=1c) ;;
+    place) line="required $lama" args=(--lama-map=csbnh --lama-bind=1c) ;;
     slurm) line="" args=(--cpu-bind=cores) ;;
     *) echo "spank-phases: unknown kind '$kind'; valid: none noop rust lama place slurm" >&2; exit 2 ;;
   esac
