@@ -73,7 +73,10 @@ impl Lama {
             .map_err(|e| e.to_string())?;
         let per_task = get("SLURM_CPUS_PER_TASK").and_then(|v| v.trim().parse::<usize>().ok());
         let workers = auto_workers(threads.as_ref(), per_task);
-        let stack = self.settings.oversubscribe(&self.user);
+        // srun's --overcommit is the user's permission to stack tasks, as --lama-oversubscribe is.
+        let asked = self.settings.oversubscribe(&self.user);
+        let overcommit = lama::slurm::overcommit(crate::room::var("SLURM_OVERCOMMIT").as_deref());
+        let stack = asked || overcommit;
         let placed = place_auto(
             &topo,
             &cpus,
@@ -85,6 +88,15 @@ impl Lama {
         )
         .map_err(|e| e.to_string())?;
         st.lap("placement");
+        if overcommit && !asked && ranks.len() > cpus.len() && st.warning.is_none() {
+            st.warning = Some(format!(
+                "{} tasks share the step's {} hardware thread(s) on node {} {}: srun's --overcommit lets the automatic policy stack them, as evenly as it can",
+                ranks.len(),
+                cpus.len(),
+                st.nodeid,
+                st.host
+            ));
+        }
         st.policy = st.verbose.then(|| placed.summary.clone());
         if !gpus.is_empty() {
             st.gpu_domains = Some(placed.domain_cpus);

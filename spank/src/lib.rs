@@ -212,6 +212,27 @@ impl Step {
         self.taskmap.as_deref().filter(|_| quiet && simple)
     }
 
+    /// A placement the site made the default (`policy=auto` in `plugstack.conf`) never fails a
+    /// step that Slurm alone would run: where it cannot place as designed (`why`), the node's
+    /// tasks keep Slurm's own binding, said once per node.
+    #[cold]
+    #[inline(never)]
+    fn leave_to_slurm(&mut self, why: &str) {
+        self.placing = false;
+        self.tasks.clear();
+        self.devices = None;
+        self.omp.clear();
+        self.mem_policy = None;
+        self.policy = None;
+        self.gpu_domains = None;
+        self.slot_domains = None;
+        self.bound_gpus = None;
+        self.warning = Some(format!(
+            "the site's automatic policy cannot place this step on node {} {} ({why}); its tasks keep Slurm's own binding (--lama-policy=auto would fail the step instead)",
+            self.nodeid, self.host
+        ));
+    }
+
     /// Ends the current phase, named `what`.
     fn lap(&mut self, what: &'static str) {
         let now = Instant::now();
@@ -360,7 +381,11 @@ impl Lama {
             Ok(Placing::Policy) => {
                 st.placing = true;
                 if let Err(e) = self.place_auto(spank, &ranks, &mut st) {
-                    st.failure = Some(e);
+                    if self.user.policy.is_some() {
+                        st.failure = Some(e);
+                    } else {
+                        st.leave_to_slurm(&e);
+                    }
                 }
             }
             Err(e) => st.failure = Some(e),

@@ -174,6 +174,14 @@ if grep -q '^ran unset$' <<<"$out" && grep -q "TASK_MAP not exported: cannot rea
 else not_ok "S_JOB_LOCAL_TASK_COUNT unreadable, no lama option" "$out"; fi
 echo 27 > "$fail"   # S_STEP_ALLOC_CORES
 refused "S_STEP_ALLOC_CORES unreadable" "Slurm did not say which cores the step has" -N1 -n1 --lama-map=csbnh --lama-bind=1c
+# The site's default placement never fails a step Slurm alone would run: Slurm's binding stays.
+plugstack "required $plugin policy=auto"
+out=$(run -N1 -n1 bash -c 'echo "ran ${LAMA_CPUS:-unplaced}"' 2>&1)
+if grep -q '^ran unplaced$' <<<"$out" && [ "$(grep -c "lama: warning: the site's automatic policy cannot place this step on node 0 n[0-9]* (Slurm did not say which cores the step has" <<<"$out")" = 1 ]; then
+  ok "S_STEP_ALLOC_CORES unreadable under a site policy=auto: the task runs on Slurm's binding, said once"
+else not_ok "S_STEP_ALLOC_CORES unreadable under a site policy=auto" "$out"; fi
+refused "S_STEP_ALLOC_CORES unreadable, the policy asked for by the user" "Slurm did not say which cores the step has" -N1 -n1 --lama-policy=auto
+plugstack "required $plugin"
 echo "27 x-" > "$fail"
 refused "S_STEP_ALLOC_CORES malformed ('x-')" "Slurm's core list 'x-' cannot be read" -N1 -n1 --lama-map=csbnh --lama-bind=1c
 echo "27 0-4095" > "$fail"

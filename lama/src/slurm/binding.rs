@@ -188,6 +188,14 @@ pub fn task_limits(per_core: Option<&str>, per_socket: Option<&str>) -> Vec<Limi
         .collect()
 }
 
+/// Whether the step runs under srun's `--overcommit` (`-O`): Slurm writes `SLURM_OVERCOMMIT=1`
+/// into the step's environment then, and the user has allowed more tasks than CPUs, so the
+/// automatic policy may stack them (issue 59: Slurm's own tests run such steps). Empty or `0`
+/// is not overcommit.
+pub fn overcommit(slurm_overcommit: Option<&str>) -> bool {
+    slurm_overcommit.is_some_and(|v| !matches!(v.trim(), "" | "0"))
+}
+
 /// Whether the task's `SLURM_CPU_BIND` (as Slurm's task plugin left it) asks for `verbose`.
 pub fn cpu_bind_verbose(slurm_cpu_bind: Option<&str>) -> bool {
     slurm_cpu_bind.is_some_and(|v| v.split(',').any(|w| w.trim() == "verbose"))
@@ -218,6 +226,15 @@ pub fn cpu_bind_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overcommit_is_slurms_variable_set() {
+        assert!(overcommit(Some("1")));
+        assert!(overcommit(Some(" yes ")));
+        assert!(!overcommit(Some("0")));
+        assert!(!overcommit(Some("")));
+        assert!(!overcommit(None));
+    }
 
     #[test]
     fn the_exact_note_only_with_cpus_per_task() {

@@ -30,7 +30,7 @@ pub mod reserved;
 pub mod step_map;
 
 pub use binding::{
-    beside, cpu_bind_line, cpu_bind_verbose, exact_note, own_option, task_limits,
+    beside, cpu_bind_line, cpu_bind_verbose, exact_note, overcommit, own_option, task_limits,
     threads_per_core_dropped, Beside,
 };
 pub use checks::{check_node, check_step_map, check_task, cpu_bind_env, MapCheck};
