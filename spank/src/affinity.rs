@@ -130,10 +130,14 @@ pub fn cpuset_cpus(known: Option<&lama::cache::System>) -> Result<Vec<u32>, Stri
         match &sys.cpusets {
             None => return Ok(sys.online.clone()),
             Some(h) => {
+                // This path is the rare one: the CPUs online are read again, as CPUs taken
+                // offline since slurmd started may still be in an old kernel's cpuset file.
+                let online = read_system(ONLINE)?;
+                let online = cpu_list(std::path::Path::new(ONLINE), &online)?;
                 let Ok(cpuset) = read_system("/proc/self/cpuset") else {
-                    return Ok(sys.online.clone());
+                    return Ok(online);
                 };
-                if let Some(cpus) = first_cpuset(&h.files(&cpuset), &sys.online)? {
+                if let Some(cpus) = first_cpuset(&h.files(&cpuset), &online)? {
                     return Ok(cpus);
                 }
             }

@@ -151,14 +151,16 @@ rm -f "$show"
 # kernel allow, never outside: a step given every core binds to the last CPU (the first core is
 # the normal choice); a step given only core 0, or a node with no CPU online, fails before its
 # task starts, saying which CPUs are missing.
+# The kernel takes an offline CPU out of every process's affinity too: the shim's affinity says so.
 echo "$last" > "$online"
+echo "$last" > "$show"
 got=$(run -N1 -w n1 -n1 -c "$(nproc)" --lama-map=csbnh --lama-bind=1c bash -c 'awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status' 2>"$work/err")
 if [ "$last" -gt 0 ] && [ "$got" = "$last" ]; then ok "only CPU $last online, step given every core: the task is bound to CPU $last"
 else not_ok "only CPU $last online (needs 2 CPUs or more)" "got: $got" "$(cat "$work/err")"; fi
 refused "only CPU $last online, step given core 0" "none of the CPUs Slurm gave this step (0) may be used here: this slurmstepd may use only CPUs '$last'" -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c
 : > "$online"
 refused "no CPU online" "this slurmstepd may use only CPUs ''" -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c
-rm -f "$online"
+rm -f "$online" "$show"
 binds_as_planned "affinity allowed again"
 survived "after sched_setaffinity refusals"
 
