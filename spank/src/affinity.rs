@@ -121,35 +121,31 @@ const ONLINE: &str = "/sys/devices/system/cpu/online";
 /// what Slurm's cgroup confinement gives the step, whatever affinity this process inherited
 /// (slurmd pins itself, and so its slurmstepds, to the specialized cores under `CoreSpecCount`
 /// without confinement). Every online CPU where no cpuset hierarchy is mounted. `known` is what
-/// slurmd learned of the node at start (its cache's [`lama::cache::System`]): then only the
-/// process's own `/proc/self/cpuset` and its cpuset's file are read, unless that file is not
-/// where slurmd saw the hierarchy (it moved since), when everything is read again.
+/// slurmd learned of the node at start (its cache's [`lama::cache::System`]): then the CPUs
+/// online, the process's own `/proc/self/cpuset` and its cpuset's file are read, and the mount
+/// table only when that file is not where slurmd saw the hierarchy (it moved since).
 #[allow(dead_code)] // the Slurm plugin's, which shares this file
 pub fn cpuset_cpus(known: Option<&lama::cache::System>) -> Result<Vec<u32>, String> {
-    if let Some(sys) = known {
-        match &sys.cpusets {
-            None => return Ok(sys.online.clone()),
-            Some(h) => {
-                // This path is the rare one: the CPUs online are read again, as CPUs taken
-                // offline since slurmd started may still be in an old kernel's cpuset file.
-                let online = read_system(ONLINE)?;
-                let online = cpu_list(std::path::Path::new(ONLINE), &online)?;
-                let Ok(cpuset) = read_system("/proc/self/cpuset") else {
-                    return Ok(online);
-                };
-                if let Some(cpus) = first_cpuset(&h.files(&cpuset), &online)? {
-                    return Ok(cpus);
-                }
-            }
+    if let Some(sys) = known.filter(|s| s.cpusets.is_none()) {
+        return Ok(sys.online.clone());
+    }
+    // Read once, and again rather than from the cache: this path is the rare one, and a CPU
+    // taken offline since slurmd started may still be in an old kernel's cpuset file.
+    let online = read_system(ONLINE)?;
+    let online = cpu_list(std::path::Path::new(ONLINE), &online)?;
+    // A kernel without cpusets has no /proc/self/cpuset.
+    let Ok(cpuset) = read_system("/proc/self/cpuset") else {
+        return Ok(online);
+    };
+    if let Some(h) = known.and_then(|s| s.cpusets.as_ref()) {
+        if let Some(cpus) = first_cpuset(&h.files(&cpuset), &online)? {
+            return Ok(cpus);
         }
     }
-    let sys = system()?;
-    let files = match (&sys.cpusets, read_system("/proc/self/cpuset")) {
-        (Some(h), Ok(cpuset)) => h.files(&cpuset),
-        // A kernel without cpusets has no /proc/self/cpuset.
-        _ => Vec::new(),
-    };
-    Ok(first_cpuset(&files, &sys.online)?.unwrap_or(sys.online))
+    // No hierarchy cached, or it moved since slurmd saw it: the mounts as they are now.
+    let files = read_system("/proc/self/mountinfo")
+        .map_or_else(|_| Vec::new(), |m| lama::cpuset::cpuset_files(&m, &cpuset));
+    Ok(first_cpuset(&files, &online)?.unwrap_or(online))
 }
 
 /// The online CPUs of the first of `files` that exists; `None` when none does. A cgroup v2
