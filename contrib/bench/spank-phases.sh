@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Where a step's SPANK time goes, per process: uprobes on libslurmfull's spank_init, spank_user,
-# spank_user_task and spank_fini (and on libc's dlopen inside spank_init) time each phase in srun,
+# Where a step's SPANK time goes, per process: uprobes on libslurmfull's spank_init,
+# spank_init_post_opt and spank_local_user (srun), spank_user, spank_user_task and spank_fini (and on libc's dlopen inside spank_init) time each phase in srun,
 # in every slurmstepd and in every task, for `srun -N3 -n3 true` steps on a sandbox cluster with
 #   none   no plugin
 #   noop   the C plugin that does nothing (contrib/bench/noop_spank.c)
@@ -43,7 +43,7 @@ LAMA_SANDBOX=$dir LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-25800} contrib/sandbox.
 export SLURM_CONF=$dir/slurm.conf
 job=$(salloc --no-shell -N3 -n3 2>&1 | awk '/Granted job allocation/ {print $NF}')
 [ -n "$job" ] || { echo "spank-phases: no allocation on the sandbox cluster" >&2; exit 1; }
-for f in spank_init spank_user spank_user_task spank_fini; do
+for f in spank_init spank_init_post_opt spank_local_user spank_user spank_user_task spank_fini; do
   perf probe -q -x "$libslurm" -a "$f" -a "$f%return"
 done
 perf probe -q -x "$libc" -a dlopen -a 'dlopen%return'
@@ -70,7 +70,7 @@ echo "SPANK phases, median microseconds per process, $steps steps of srun -N3 -n
 python3 - $(for k in "${kinds[@]}"; do echo "$work/$k.txt"; done) <<'EOF'
 import collections, re, statistics, sys
 kinds = [p.rsplit('/', 1)[1][:-4] for p in sys.argv[1:]]
-phases = ['spank_init', '  dlopen', 'spank_user', 'spank_user_task', 'spank_fini']
+phases = ['spank_init', '  dlopen', 'spank_init_post_opt', 'spank_local_user', 'spank_user', 'spank_user_task', 'spank_fini']
 res = collections.defaultdict(list)
 for path, kind in zip(sys.argv[1:], kinds):
     events = collections.defaultdict(list)
@@ -86,7 +86,7 @@ for path, kind in zip(sys.argv[1:], kinds):
                 start.setdefault(fn, t)
             elif fn in start:
                 spans[fn].append((start.pop(fn), t))
-        for fn in ('spank_init', 'spank_user', 'spank_user_task', 'spank_fini'):
+        for fn in phases:
             for a, b in spans.get(fn, []):
                 # A task is a fork of slurmstepd: spank_user_task runs in the task's process.
                 res[(comm, fn, kind)].append(b - a)

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use lama::locality::{
-    allowed_gpus, assign, choose, task_env, Device, Kind, Locality, Numa, Place, Vendor, Weights,
-    HOP,
+    allowed_gpus, assign, choose, may_name_gpus, task_env, Device, Kind, Locality, Numa, Place,
+    Vendor, Weights, GPU_VARIABLES, HOP,
 };
 use lama::spec::{Expert, Request};
 use lama::{plan, NodeTopology};
@@ -500,6 +500,31 @@ proptest! {
         let loc = Locality::from_xml_file(&path("power8gpudistances.xml")).expect("devices");
         if let Err(e) = Weights::parse(&lines.join("\n"), &loc) {
             prop_assert!(e.line >= 1 && e.line <= lines.len());
+        }
+    }
+}
+
+proptest! {
+    /// The plugin skips the node's devices when `may_name_gpus` says a step's variables name no
+    /// GPU: `allowed_gpus` must then find none and refuse nothing, on any machine, whatever else
+    /// (Slurm's GPU lists, `-c` in `SLURM_TRES_PER_TASK`, a binding without GPUs) is set.
+    #[test]
+    fn no_gpu_variables_no_devices_read(
+        loc in machine(),
+        set in proptest::collection::vec((0..GPU_VARIABLES.len() + 3, prop::sample::select(vec![
+            "", "0", "1", "0,1", "2", "cpu=2", "cpu:4", "gres/gpu:1", "gpu:1", "gres/gpu:none",
+            "gres/gpu:closest", "gpu:map_gpu:1,0", "none", " ", "GPU-1a2b",
+        ])), 0..5),
+    ) {
+        let names: Vec<&str> = GPU_VARIABLES
+            .iter()
+            .copied()
+            .chain(["SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_CPUS_PER_TASK"])
+            .collect();
+        let env: Vec<(&str, &str)> = set.iter().map(|&(k, v)| (names[k], v)).collect();
+        let get = |k: &str| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
+        if !may_name_gpus(get) {
+            prop_assert_eq!(allowed_gpus(&loc, get).ok(), Some(None), "{:?}", env);
         }
     }
 }

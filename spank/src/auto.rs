@@ -3,7 +3,7 @@
 //! CPUs and GPUs on the node, `--cpus-per-task`), and Slurm's own binding options beside lama's.
 //! The placement itself is `lama::policy`'s.
 
-use lama::locality::{allowed_gpus, gpus_per_task, named_gpus};
+use lama::locality::{allowed_gpus, gpus_per_task, may_name_gpus, named_gpus, GPU_VARIABLES};
 use lama::plugin::{auto_devices, auto_threads, auto_workers, place_auto, Options};
 use lama::policy::gpus_of;
 use lama::slurm::gpu_by_id::BoundGpus;
@@ -42,18 +42,35 @@ impl Lama {
         ranks: &[u32],
         st: &mut Step,
     ) -> Result<(), String> {
-        let (topo, cpus, loc) = self.step_node(spank, st, true)?;
-        let loc = loc.ok_or("lama could not read this node's devices")?;
         let get = |k: &str| crate::room::var(k);
+        let (nics, _) = self
+            .settings
+            .devices(&self.user)
+            .map_err(|e| e.to_string())?;
+        // A step whose variables name no GPU (most steps) and that asks for no NIC is placed
+        // without the node's devices: the cache's devices line is not even parsed.
+        let signs = crate::room::vars(GPU_VARIABLES);
+        let sign = |k: &str| {
+            let i = GPU_VARIABLES.iter().position(|&v| v == k)?;
+            signs[i].clone()
+        };
+        let devices = nics > 0 || may_name_gpus(sign);
+        let (topo, cpus, loc) = self.step_node(spank, st, devices)?;
+        let loc = match (devices, loc) {
+            (false, _) => None,
+            (true, Some(loc)) => Some(loc),
+            (true, None) => return Err("lama could not read this node's devices".into()),
+        };
         // Under --gpus-per-task, Slurm binds the GPUs task by task, but the step's environment
         // (unlike each task's) still names them all: the policy weighs the domains by them, and
         // each task follows the GPUs Slurm binds to it. Where no variable names them, the
         // policy weighs the domains by cores and leaves the GPUs to Slurm, and says so.
-        let given = match allowed_gpus(&loc, get) {
-            Ok(g) => g,
-            Err(e) => {
+        let given = match loc.as_ref().map(|loc| allowed_gpus(loc, get)) {
+            None => None,
+            Some(Ok(g)) => g,
+            Some(Err(e)) => {
                 let named = gpus_per_task(get, "SLURMD_TRES_BIND")
-                    .and_then(|_| named_gpus(&loc, get).ok().flatten());
+                    .and_then(|_| named_gpus(loc.as_ref()?, get).ok().flatten());
                 if named.is_none() && st.nodeid == 0 && st.warning.is_none() {
                     st.warning = Some(format!(
                         "the automatic policy places by cores and leaves this step's GPUs to Slurm: {e}"
@@ -63,9 +80,9 @@ impl Lama {
             }
         };
         // A step Slurm gave no GPUs has none: under the policy, every GPU is one Slurm gave.
-        let gpus = match &given {
-            Some(g) => gpus_of(&loc, Some(&g.devices)),
-            None => Vec::new(),
+        let gpus = match (&given, &loc) {
+            (Some(g), Some(loc)) => gpus_of(loc, Some(&g.devices)),
+            _ => Vec::new(),
         };
         let threads = self
             .settings
@@ -98,10 +115,10 @@ impl Lama {
             ));
         }
         st.policy = st.verbose.then(|| placed.summary.clone());
-        if !gpus.is_empty() {
+        if let Some(loc) = loc.as_ref().filter(|_| !gpus.is_empty()) {
             st.gpu_domains = Some(placed.domain_cpus);
             st.slot_domains = Some(placed.domains);
-            st.bound_gpus = BoundGpus::read(&loc, get);
+            st.bound_gpus = BoundGpus::read(loc, get);
         }
         st.tasks = placed.tasks;
         st.omp = auto_threads(&topo, &st.tasks, threads.as_ref())
@@ -110,11 +127,7 @@ impl Lama {
             .map(|p| p.env())
             .collect();
         st.omp_replace = threads.is_some_and(|t| t.replace);
-        let (nics, _) = self
-            .settings
-            .devices(&self.user)
-            .map_err(|e| e.to_string())?;
-        if nics > 0 || !gpus.is_empty() {
+        if let Some(loc) = loc.filter(|_| nics > 0 || !gpus.is_empty()) {
             let weights = self.weights(&loc)?;
             let visibility = self
                 .settings

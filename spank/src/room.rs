@@ -70,15 +70,60 @@ fn each(array: *const *const c_char, mut f: impl FnMut(&[u8])) {
 /// into a fresh 4 KiB buffer for every variable (slurm-spank's), a dozen times per step and
 /// per task. `None` when it is not set, not UTF-8, or Slurm does not say.
 pub fn var(name: &str) -> Option<String> {
-    let env = strings(false)?;
-    let name = name.as_bytes();
-    let mut found = None;
-    each(env, |s| {
-        if found.is_none() && s.len() > name.len() && s[name.len()] == b'=' && s.starts_with(name) {
-            found = Some(String::from_utf8(s[name.len() + 1..].to_vec()).ok());
+    let [value] = vars([name]);
+    value
+}
+
+/// The variables `names` of the job's environment, as [`var`] reads each, in one pass over it.
+pub fn vars<const N: usize>(names: [&str; N]) -> [Option<String>; N] {
+    // Outer: seen; inner: UTF-8 (a value that is not reads as unset, as `std::env::var` has it).
+    let mut found: [Option<Option<String>>; N] = std::array::from_fn(|_| None);
+    let Some(env) = strings(false) else {
+        return std::array::from_fn(|_| None);
+    };
+    let mut left = N;
+    let mut i = 0;
+    while left > 0 {
+        // SAFETY: Slurm's array ends with a NULL pointer and `i` stops there.
+        let p = unsafe { *env.add(i) };
+        if p.is_null() {
+            break;
         }
-    });
-    found.flatten()
+        for (k, name) in names.iter().enumerate() {
+            if found[k].is_some() {
+                continue;
+            }
+            if let Some(v) = value_of(p, name.as_bytes()) {
+                // The first entry of a name is the one getenv returns.
+                found[k] = Some(String::from_utf8(v.to_vec()).ok());
+                left -= 1;
+            }
+        }
+        i += 1;
+    }
+    found.map(Option::flatten)
+}
+
+/// The value in `entry` (`NAME=VALUE`, NUL-terminated) when its name is `name`; the entry is
+/// read only as far as it matches, so the search never measures the strings it passes over.
+fn value_of<'a>(entry: *const c_char, name: &[u8]) -> Option<&'a [u8]> {
+    if name.contains(&0) {
+        return None;
+    }
+    for (i, &b) in name.iter().enumerate() {
+        // SAFETY: bytes 0..i of `entry` matched `name`, which has no NUL, so none was the
+        // terminator: byte i is within the string.
+        if unsafe { *entry.add(i) } as u8 != b {
+            return None;
+        }
+    }
+    // SAFETY: as above, byte `name.len()` is within the string (at worst its NUL).
+    if unsafe { *entry.add(name.len()) } as u8 != b'=' {
+        return None;
+    }
+    // SAFETY: the value starts after the `=` and ends at the entry's NUL; Slurm keeps the
+    // array for the callback, longer than the caller keeps the slice.
+    Some(unsafe { CStr::from_ptr(entry.add(name.len() + 1)) }.to_bytes())
 }
 
 /// One of `vars` that the environment already holds.

@@ -19,7 +19,10 @@ mod numa;
 pub mod weights;
 
 pub use choice::{assign, choose, TaskDevices};
-pub use env::{allowed_gpus, gpu_bind_mode, gpus_per_task, named_gpus, task_env, AllowedGpus};
+pub use env::{
+    allowed_gpus, gpu_bind_mode, gpus_per_task, may_name_gpus, named_gpus, task_env, AllowedGpus,
+    GPU_VARIABLES,
+};
 
 use thiserror::Error;
 
