@@ -363,10 +363,10 @@ fn topology(
         .as_ref()
         .map(|d| d.join(format!("xml-{key}.json")));
     // A missing file is the first job with this XML; anything else found there is reported.
-    if let Some(f) = file.as_ref().filter(|f| f.symlink_metadata().is_ok()) {
+    if let Some(f) = file.as_ref() {
         match cache::read(f, true, writer).map(|n| (n.topology, n.locality)) {
             Ok((topo, Some(loc))) => return Ok((topo, loc, "topology from the cache")),
-            Ok(_) => {}
+            Ok(_) | Err(cache::CacheError::Missing { .. }) => {}
             Err(e) => ffi::log(
                 ffi::DEBUG,
                 &format!("lama: {e}; reading the XML with hwloc"),

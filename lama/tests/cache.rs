@@ -187,8 +187,18 @@ fn damaged_caches_are_errors() {
             other => panic!("{what}: {other:?}"),
         }
     }
+    // Missing, told apart from unreadable: steps look for the cache without a stat of it.
     assert!(matches!(
         read(&dir.join("missing.json"), false, Writer::Root),
+        Err(CacheError::Missing { .. })
+    ));
+    assert!(matches!(
+        read(&dir.join("no-folder/missing.json"), false, Writer::Root),
+        Err(CacheError::Missing { .. })
+    ));
+    std::fs::create_dir(dir.join("a-folder.json")).expect("folder");
+    assert!(matches!(
+        read(&dir.join("a-folder.json"), false, Writer::Root),
         Err(CacheError::Io { .. })
     ));
 }

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::path::PathBuf;
 
-use lama::cache::{self, Detail, Writer};
+use lama::cache::{self, CacheError, Detail, Writer};
 use lama::locality::{Locality, Numa};
 use lama::plugin::Settings;
 use lama::NodeTopology;
@@ -62,23 +62,16 @@ pub fn find(settings: &Settings, host: &str, detail: Detail) -> Result<NodeFound
     }
     // A missing cache is normal (slurmd not restarted since lama was installed); anything else
     // found there is read, and reported when it cannot be used.
-    if let Some(file) = cache_file(settings, host).filter(|f| f.symlink_metadata().is_ok()) {
-        let read = cache::read(&file, detail, Writer::Root)
-            .map_err(|e| e.to_string())
-            .and_then(|n| {
-                // One system call; the cpuset's files are read only when the step needs them.
-                let allowed = affinity::allowed()?;
-                cache::check_fresh(&n.topology, host, &allowed).map(|_| NodeFound {
-                    topology: n.topology,
-                    usable: allowed,
-                    system: n.system,
-                    locality: n.locality,
-                    numa: n.numa,
-                    source: FROM_CACHE,
-                })
-            });
-        match read {
-            Ok(found) => return Ok(found),
+    if let Some(file) = cache_file(settings, host) {
+        match cache::read(&file, detail, Writer::Root) {
+            Ok(n) => match from_cache(n, host) {
+                Ok(found) => return Ok(found),
+                Err(e) => log(
+                    LogLevel::Error,
+                    &format!("lama: {e}; probing the machine instead"),
+                ),
+            },
+            Err(CacheError::Missing { .. }) => {}
             Err(e) => log(
                 LogLevel::Error,
                 &format!("lama: {e}; probing the machine instead"),
@@ -86,6 +79,21 @@ pub fn find(settings: &Settings, host: &str, detail: Detail) -> Result<NodeFound
         }
     }
     probed(detail)
+}
+
+/// A cache read, checked against this host and the CPUs this process may use.
+fn from_cache(n: cache::Node, host: &str) -> Result<NodeFound, String> {
+    // One system call; the cpuset's files are read only when the step needs them.
+    let allowed = affinity::allowed()?;
+    cache::check_fresh(&n.topology, host, &allowed)?;
+    Ok(NodeFound {
+        topology: n.topology,
+        usable: allowed,
+        system: n.system,
+        locality: n.locality,
+        numa: n.numa,
+        source: FROM_CACHE,
+    })
 }
 
 /// Where [`find`] says a topology came from when slurmd's cache served it.

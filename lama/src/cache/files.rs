@@ -80,7 +80,8 @@ pub fn write(
 /// Reads a cache written by [`write`], checking that it describes a sane machine; with its
 /// NUMA nodes or devices as `detail` says. Only a file `writer` wrote is read: the file and its folder must be
 /// owned by root (or the user `writer` names), writable by no one else, and neither may be a
-/// symbolic link.
+/// symbolic link. A file or folder that does not exist is [`CacheError::Missing`], found
+/// without a `stat` of its own (each step reads the cache).
 pub fn read(
     path: &Path,
     detail: impl Into<super::Detail>,
@@ -94,8 +95,17 @@ pub fn read(
     let dir = path
         .parent()
         .ok_or_else(|| io("no parent directory".into()))?;
-    trusted_folder(dir, writer).map_err(io)?;
-    let text = read_trusted(path, crate::limits::MAX_CACHE_BYTES, writer).map_err(io)?;
+    let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    match dir.symlink_metadata() {
+        Err(e) if missing(&e) => return Err(CacheError::Missing { path: p }),
+        Err(e) => return Err(io(format!("the folder {}: {e}", dir.display()))),
+        Ok(meta) => check_folder(&meta, dir, writer).map_err(io)?,
+    }
+    let text = match open_trusted(path) {
+        Err(e) if missing(&e) => return Err(CacheError::Missing { path: p }),
+        Err(e) => return Err(io(open_error(e))),
+        Ok(f) => read_opened(f, crate::limits::MAX_CACHE_BYTES, writer).map_err(io)?,
+    };
     decode(&text, &p, detail)
 }
 
@@ -204,28 +214,39 @@ fn trusted_folder(dir: &Path, writer: Writer) -> Result<(), String> {
     let meta = dir
         .symlink_metadata()
         .map_err(|e| format!("the folder {}: {e}", dir.display()))?;
-    check_owner(&meta, "folder", writer)?;
+    check_folder(&meta, dir, writer)
+}
+
+/// [`trusted_folder`] on the folder's `meta`, read already.
+fn check_folder(meta: &std::fs::Metadata, dir: &Path, writer: Writer) -> Result<(), String> {
+    check_owner(meta, "folder", writer)?;
     if !meta.is_dir() {
         return Err(format!("{} is not a folder", dir.display()));
     }
     Ok(())
 }
 
-/// Reads a cache file of at most `max` bytes, opened without following a symbolic link or
-/// blocking, and checked as [`check_owner`] says on the file it opened.
-fn read_trusted(path: &Path, max: u64, writer: Writer) -> Result<String, String> {
-    use std::io::Read;
+/// Opens a cache file without following a symbolic link or blocking.
+fn open_trusted(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => {
-                "the file is a symbolic link; lama follows none in its cache".to_string()
-            }
-            _ => e.to_string(),
-        })?;
+}
+
+/// Why [`open_trusted`] failed, in words.
+fn open_error(e: std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::ELOOP) => "the file is a symbolic link; lama follows none in its cache".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Reads a cache file of at most `max` bytes that [`open_trusted`] opened, checked as
+/// [`check_owner`] says on the file it opened.
+fn read_opened(mut f: std::fs::File, max: u64, writer: Writer) -> Result<String, String> {
+    use std::io::Read;
     let meta = f.metadata().map_err(|e| e.to_string())?;
     check_owner(&meta, "file", writer)?;
     if !meta.is_file() || meta.len() > max {

@@ -42,6 +42,12 @@ const MAX_NUMA: usize = 1024;
 /// A cache that cannot be written or used.
 #[derive(Debug, Error)]
 pub enum CacheError {
+    /// No cache there yet (nor, perhaps, its folder): normal before the first writer ran.
+    #[error("topology cache {path} does not exist")]
+    Missing {
+        /// The file.
+        path: String,
+    },
     /// The file cannot be read or written.
     #[error("topology cache {path}: {reason}")]
     Io {
