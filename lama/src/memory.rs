@@ -35,7 +35,8 @@ impl MemPolicy {
     }
 }
 
-/// The OS indexes of the default-memory NUMA nodes local to `cpus` (OS indexes), ascending; with `allowed`,
+/// The OS indexes of the default-memory NUMA nodes local to `cpus` (OS indexes), ascending: a
+/// node is local to its own CPUs and to those that borrow it ([`Numa::borrowed`]); with `allowed`,
 /// only those the process may use (the nodes a cgroup withholds are absent from the topology
 /// hwloc loads, so hwloc never names them).
 pub fn local_nodes(numa: &[Numa], cpus: &[u32], allowed: Option<&[u32]>) -> Vec<u32> {
@@ -53,7 +54,7 @@ pub fn local_nodes(numa: &[Numa], cpus: &[u32], allowed: Option<&[u32]>) -> Vec<
     };
     let mut nodes: Vec<u32> = numa
         .iter()
-        .filter(|n| n.default && meets(&n.cpus, cpus))
+        .filter(|n| n.default && (meets(&n.cpus, cpus) || meets(&n.borrowed, cpus)))
         .map(|n| n.os_index)
         .filter(|i| allowed.is_none_or(|a| a.contains(i)))
         .collect();
@@ -88,6 +89,7 @@ mod tests {
             capacity: 0,
             bandwidth: None,
             latency: None,
+            borrowed: Vec::new(),
         }
     }
 
@@ -102,6 +104,16 @@ mod tests {
     }
 
     #[test]
+    fn a_borrowed_cpu_is_local_to_the_node_it_borrows() {
+        let mut lender = node(3, &[0, 1]);
+        lender.borrowed = vec![4, 5];
+        let numa = [lender, node(1, &[2, 3])];
+        assert_eq!(local_nodes(&numa, &[4], None), vec![3]);
+        assert_eq!(local_nodes(&numa, &[3, 5], None), vec![1, 3]);
+        assert_eq!(local_nodes(&numa, &[6], None), Vec::<u32>::new());
+    }
+
+    #[test]
     fn only_default_memory_is_local() {
         // A PMem node attached to both DRAM nodes' CPUs is never bound as local memory.
         let pmem = Numa {
@@ -112,6 +124,7 @@ mod tests {
             capacity: 0,
             bandwidth: None,
             latency: None,
+            borrowed: Vec::new(),
         };
         let numa = [node(0, &[0, 1]), node(1, &[2, 3]), pmem];
         assert_eq!(local_nodes(&numa, &[1, 2], None), vec![0, 1]);

@@ -293,6 +293,7 @@ mod tests {
             capacity: 0,
             bandwidth: bw,
             latency: None,
+            borrowed: Vec::new(),
         }
     }
 

@@ -447,7 +447,7 @@ prop_compose! {
             name: format!("gpu{i}"), names: vec![format!("gpu{i}")], kind: Kind::Gpu, vendor: Vendor::Nvidia,
             index: Some(i as u32), ucx: None, pci: None, place: at.index(n), fabric: false,
         }).collect();
-        let numa = (0..packages).map(|p| Numa { os_index: p as u32, cpus: places[1 + p * (1 + cores * (1 + pus))].cpus.clone(), kind: lama::tiers::MemoryKind::Plain, default: true, capacity: 0, bandwidth: None, latency: None }).collect();
+        let numa = (0..packages).map(|p| Numa { os_index: p as u32, cpus: places[1 + p * (1 + cores * (1 + pus))].cpus.clone(), kind: lama::tiers::MemoryKind::Plain, default: true, capacity: 0, bandwidth: None, latency: None, borrowed: Vec::new() }).collect();
         Locality::new(places, numa, None, devices)
     }
 }

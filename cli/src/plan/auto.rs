@@ -165,6 +165,7 @@ pub fn render(
             nodes[n].name(),
             p.placed.summary
         ));
+        s.push_str(&borrowed_memory(nodes[n], models[per_node[n]].1.as_ref()));
         for (i, t) in p.placed.tasks.iter().enumerate() {
             let gpus = gpu_names(n, &p.placed.gpus[i]);
             let gpus = if gpus.is_empty() {
@@ -188,6 +189,34 @@ pub fn render(
     }
     s.push_str(&format!("TASK_MAP={}\n", rfc34::encode_wrapped(&map)));
     Ok(s)
+}
+
+/// One line per NUMA node whose memory CPUs of `node` borrow (their own node is missing or not
+/// allowed): they are in its domain.
+fn borrowed_memory(node: &NodeTopology, loc: Option<&Locality>) -> String {
+    let Some(loc) = loc else {
+        return String::new();
+    };
+    let mut cpus = node.cpus();
+    cpus.sort_unstable();
+    loc.numa()
+        .iter()
+        .filter_map(|n| {
+            let lent: Vec<u32> = n
+                .borrowed
+                .iter()
+                .copied()
+                .filter(|c| cpus.binary_search(c).is_ok())
+                .collect();
+            (!lent.is_empty()).then(|| {
+                format!(
+                    "  CPUs {} have no memory of their own: NUMA node {}\n",
+                    format_list(&lent),
+                    n.os_index
+                )
+            })
+        })
+        .collect()
 }
 
 /// Each node's ranks (Slurm's block order) placed by the policy, with their OpenMP places.

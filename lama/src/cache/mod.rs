@@ -272,6 +272,10 @@ struct NumaRecord {
     /// Latency from its own CPUs, ns, when hwloc knows it.
     #[serde(rename = "lat", default, skip_serializing_if = "Option::is_none")]
     latency: Option<u64>,
+    /// The CPUs without memory of their own that use this node's, a cpulist (absent when none,
+    /// and in caches written before lama knew of them).
+    #[serde(rename = "lent", default, skip_serializing_if = "String::is_empty")]
+    borrowed: String,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -364,6 +368,8 @@ fn place_runs(loc: &Locality, pus: &[u32]) -> Result<Vec<[u32; 7]>, String> {
             (Some(&lo), Some(&hi)) if hi != u32::MAX && (hi - lo) as usize + 1 == at.len() => {
                 (lo, hi - lo + 1)
             }
+            // A package whose CPUs a cgroup withholds (or are offline) holds none.
+            (None, None) => (0, 0),
             _ => {
                 return Err(format!(
                     "place {i} ({} {}) does not hold consecutive PUs of the machine",
@@ -419,6 +425,7 @@ pub fn encode(
                 capacity: n.capacity,
                 bandwidth: n.bandwidth,
                 latency: n.latency,
+                borrowed: format_list(&n.borrowed),
             })
             .collect(),
         latency: loc
@@ -457,7 +464,12 @@ fn decode_places(d: &Devices, pus: &[u32]) -> Result<PlaceTable, String> {
         .iter()
         .map(|r| u64::from(r[5]) * u64::from(r[6]))
         .sum();
-    if total == 0 || held > MAX_DEPTH * n || d.kinds.len() > usize::from(u16::MAX) {
+    // Places that hold no PU (a package a cgroup withholds whole) count against the bound too.
+    if total == 0
+        || held > MAX_DEPTH * n
+        || total > (MAX_DEPTH + 1) * n
+        || d.kinds.len() > usize::from(u16::MAX)
+    {
         return Err("no places, or far more than the machine's PUs allow".into());
     }
     // Sized once: both totals are known and bounded above.
@@ -465,8 +477,8 @@ fn decode_places(d: &Devices, pus: &[u32]) -> Result<PlaceTable, String> {
     // Each place's PUs as positions in `pus`, to check it lies inside its parent.
     let mut spans: Vec<(u64, u64)> = Vec::with_capacity(total as usize);
     for &[kind, index, parent, per_parent, start, width, count] in &d.places {
-        if kind as usize >= d.kinds.len() || width == 0 || per_parent == 0 {
-            return Err("a run of places with an unknown kind, or empty".into());
+        if kind as usize >= d.kinds.len() || per_parent == 0 {
+            return Err("a run of places with an unknown kind".into());
         }
         for k in 0..u64::from(count) {
             let i = spans.len();
@@ -477,7 +489,7 @@ fn decode_places(d: &Devices, pus: &[u32]) -> Result<PlaceTable, String> {
                 Some(q) => {
                     q < i as u64 && {
                         let (pa, pb) = spans[q as usize];
-                        pa <= a && b <= pb
+                        width == 0 || pa <= a && b <= pb
                     }
                 }
                 None => true,
@@ -570,6 +582,10 @@ pub fn decode(text: &str, source: &str, detail: impl Into<Detail>) -> Result<Nod
                     capacity: r.capacity,
                     bandwidth: r.bandwidth,
                     latency: r.latency,
+                    borrowed: match r.borrowed.as_str() {
+                        "" => Vec::new(),
+                        list => cpus(list, &known)?,
+                    },
                 })
             })
             .collect::<Result<Vec<Numa>, String>>()

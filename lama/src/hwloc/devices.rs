@@ -149,19 +149,21 @@ fn places_of(topo: &Topology) -> (Vec<Place>, HashMap<u64, usize>) {
 /// covers them all.
 fn numa_of(topo: &Topology) -> (Vec<Numa>, Option<Vec<Vec<u64>>>) {
     let nodes = super::numa_nodes(topo, |_| true);
-    let numa_objs: Vec<&TopologyObject> = nodes.iter().map(|n| n.0).collect();
+    let numa_objs: Vec<&TopologyObject> = nodes.iter().map(|n| n.obj).collect();
     let numa: Vec<Numa> = nodes
         .into_iter()
-        .map(|(n, cpus, kind, default)| {
+        .map(|f| {
+            let n = f.obj;
             let (bandwidth, latency) = (attr(topo, "Bandwidth", n), attr(topo, "Latency", n));
             Numa {
                 os_index: n.os_index().unwrap_or(0) as u32,
-                cpus,
-                kind,
-                default,
+                cpus: f.cpus,
+                kind: f.kind,
+                default: f.default,
                 capacity: n.total_memory(),
                 bandwidth,
                 latency,
+                borrowed: f.borrowed,
             }
         })
         .collect();

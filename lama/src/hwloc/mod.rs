@@ -17,13 +17,27 @@ use hwlocality::Topology;
 use crate::tiers::{default_nodes, MemoryKind, NodeMemory};
 use crate::topology::TopologyError;
 
-/// The node's NUMA nodes in hwloc's logical order, each with its CPUs (OS indexes, ascending,
-/// those `keep` accepts), its kind of memory, and whether it is default memory, a domain
-/// ([`crate::tiers`]).
-pub(crate) fn numa_nodes(
-    topo: &Topology,
-    keep: impl Fn(u32) -> bool,
-) -> Vec<(&TopologyObject, Vec<u32>, MemoryKind, bool)> {
+/// A NUMA node as placement sees it ([`numa_nodes`]).
+pub(crate) struct NumaFound<'t> {
+    /// hwloc's object.
+    pub obj: &'t TopologyObject,
+    /// Its CPUs (OS indexes, ascending) among those kept.
+    pub cpus: Vec<u32>,
+    /// Its kind of memory.
+    pub kind: MemoryKind,
+    /// Whether it is default memory, a domain ([`crate::tiers`]).
+    pub default: bool,
+    /// The kept CPUs (ascending) that have no allowed default memory of their own and use
+    /// this node's ([`crate::locality::nearest_memory`]).
+    pub borrowed: Vec<u32>,
+}
+
+/// The node's NUMA nodes that this process may allocate from (hwloc's allowed nodeset: a
+/// cgroup's `cpuset.mems`), in hwloc's logical order, each with its CPUs among those `keep`
+/// accepts, its kind of memory, whether it is default memory, and the kept CPUs that borrow it:
+/// every kept CPU lies in exactly one default node's CPUs or borrowed CPUs, as long as any
+/// allowed default node exists.
+pub(crate) fn numa_nodes(topo: &Topology, keep: impl Fn(u32) -> bool) -> Vec<NumaFound<'_>> {
     let objs: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::NUMANode).collect();
     let found: Vec<(Vec<u32>, MemoryKind)> = objs
         .iter()
@@ -45,17 +59,103 @@ pub(crate) fn numa_nodes(
         .iter()
         .zip(&found)
         .map(|(n, (cpus, kind))| NodeMemory {
-            os_index: n.os_index().unwrap_or(0) as u32,
+            os_index: os_of(n),
             cpus,
             kind: *kind,
         })
         .collect();
     let default = default_nodes(&weighed);
-    objs.into_iter()
+    let allowed = topo.allowed_nodeset();
+    let mut nodes: Vec<NumaFound<'_>> = objs
+        .into_iter()
         .zip(found)
         .zip(default)
-        .map(|((n, (cpus, kind)), d)| (n, cpus, kind, d))
-        .collect()
+        .filter(|((n, _), _)| n.os_index().is_some_and(|i| allowed.is_set(i)))
+        .map(|((obj, (cpus, kind)), default)| NumaFound {
+            obj,
+            cpus,
+            kind,
+            default,
+            borrowed: Vec::new(),
+        })
+        .collect();
+    lend_memory(topo, &mut nodes, keep);
+    nodes
+}
+
+/// Gives each kept CPU that no allowed default node holds to the allowed default node nearest
+/// it: of its nearest ancestor's that has any, the nearest to its own (disallowed) nodes in
+/// hwloc's NUMA latencies, then the lowest OS index.
+fn lend_memory(topo: &Topology, nodes: &mut [NumaFound<'_>], keep: impl Fn(u32) -> bool) {
+    let lenders: Vec<u32> = nodes
+        .iter()
+        .filter(|n| n.default)
+        .map(|n| os_of(n.obj))
+        .collect();
+    if lenders.is_empty() {
+        return;
+    }
+    let mut covered: Vec<u32> = nodes
+        .iter()
+        .filter(|n| n.default)
+        .flat_map(|n| n.cpus.iter().copied())
+        .collect();
+    covered.sort_unstable();
+    let latency = latencies(topo);
+    let distance = |a: u32, b: u32| {
+        let (ids, values) = latency.as_ref()?;
+        let i = ids.iter().position(|&x| x == a)?;
+        let j = ids.iter().position(|&x| x == b)?;
+        values.get(i * ids.len() + j).copied()
+    };
+    for pu in topo.objects_with_type(ObjectType::PU) {
+        let Some(cpu) = pu.os_index().map(|i| i as u32) else {
+            continue;
+        };
+        if !keep(cpu) || covered.binary_search(&cpu).is_ok() {
+            continue;
+        }
+        let own: Vec<u32> = pu
+            .nodeset()
+            .map(|s| s.iter_set().map(|i| usize::from(i) as u32).collect())
+            .unwrap_or_default();
+        let near = pu
+            .ancestors()
+            .find_map(|a| {
+                let set = a.nodeset()?;
+                let near: Vec<u32> = lenders
+                    .iter()
+                    .copied()
+                    .filter(|&l| set.is_set(l as usize))
+                    .collect();
+                (!near.is_empty()).then_some(near)
+            })
+            .unwrap_or_else(|| lenders.clone());
+        if let Some(chosen) = crate::locality::nearest_memory(&near, &own, distance) {
+            if let Some(n) = nodes.iter_mut().find(|n| os_of(n.obj) == chosen) {
+                n.borrowed.push(cpu);
+            }
+        }
+    }
+    for n in nodes.iter_mut() {
+        n.borrowed.sort_unstable();
+    }
+}
+
+/// hwloc's `NUMALatency` matrix: the nodes' OS indexes and the values row by row.
+fn latencies(topo: &Topology) -> Option<(Vec<u32>, Vec<u64>)> {
+    let m = topo
+        .distances_with_name("NUMALatency")
+        .ok()?
+        .into_iter()
+        .next()?;
+    let ids: Option<Vec<u32>> = m.objects().map(|o| o.map(os_of)).collect();
+    Some((ids?, m.distances().to_vec()))
+}
+
+/// A NUMA node's OS index.
+fn os_of(n: &TopologyObject) -> u32 {
+    n.os_index().unwrap_or(0) as u32
 }
 
 /// Reads a node with hwloc: XML text, or this machine when `xml` is `None`. `whole` keeps the

@@ -149,11 +149,22 @@ impl NodeTopology {
         // The domains are the default memory only: a PMem, HBM or GPU-memory node repeats the
         // CPUs of the DRAM nodes beside it (crate::tiers).
         let kept = |os: u32| matches!(compact.get(os as usize), Some(&c) if c != u32::MAX);
-        for (obj, _, _, default) in super::numa_nodes(topo, kept) {
-            if default {
-                if let Some(s) = span_of(obj, "NUMA node")? {
-                    levels[Level::Numa.index()].push(s);
-                }
+        // A CPU without allowed memory of its own joins the domain of the memory it borrows:
+        // beside that node's own CPUs when next to them in logical order, else as a domain of
+        // its own (spans are contiguous).
+        for n in super::numa_nodes(topo, kept) {
+            if !n.default {
+                continue;
+            }
+            let own = span_of(n.obj, "NUMA node")?;
+            let mut positions: Vec<u32> = n.borrowed.iter().map(|&c| compact[c as usize]).collect();
+            positions.extend(own.iter().flat_map(|s| s.start..s.end));
+            positions.sort_unstable();
+            for run in positions.chunk_by(|a, b| b - a == 1) {
+                levels[Level::Numa.index()].push(Span {
+                    start: run[0],
+                    end: run[run.len() - 1] + 1,
+                });
             }
         }
         let typed = [

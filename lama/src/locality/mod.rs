@@ -26,7 +26,7 @@ pub use env::{
 
 use thiserror::Error;
 
-pub use numa::{MemoryKind, Numa};
+pub use numa::{nearest_memory, MemoryKind, Numa};
 pub use weights::Weights;
 
 /// Weight of one tree edge.

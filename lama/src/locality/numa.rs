@@ -1,5 +1,6 @@
-//! A node's NUMA nodes as lama records them: each one's CPUs and kind of memory, and whether it
-//! is default memory ([`crate::tiers`] decides which).
+//! A node's NUMA nodes as lama records them: each one's CPUs and kind of memory, whether it
+//! is default memory ([`crate::tiers`] decides which), and the CPUs that borrow it: those with
+//! no allowed default memory of their own ([`nearest_memory`]).
 
 /// What kind of memory a NUMA node holds, from hwloc's subtype.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -83,4 +84,24 @@ pub struct Numa {
     pub bandwidth: Option<u64>,
     /// Its latency from its own CPUs (hwloc's `Latency`, ns), when known.
     pub latency: Option<u64>,
+    /// OS indexes of the CPUs, ascending, whose own NUMA node is missing or not allowed and that
+    /// use this one's memory instead ([`nearest_memory`]): they belong to its domain.
+    #[serde(default)]
+    pub borrowed: Vec<u32>,
+}
+
+/// The memory a CPU without allowed default memory of its own uses: of `candidates` (the
+/// allowed default-memory nodes of its nearest hwloc ancestor that has any), the one nearest
+/// its `own` nodes (present but not allowed) by `distance` (hwloc's NUMA latencies, when
+/// known), then the lowest OS index. `None` without candidates.
+pub fn nearest_memory(
+    candidates: &[u32],
+    own: &[u32],
+    distance: impl Fn(u32, u32) -> Option<u64>,
+) -> Option<u32> {
+    candidates.iter().copied().min_by_key(|&c| {
+        let far = own.iter().filter_map(|&o| distance(o, c)).min();
+        // Known distances first, nearest first; then by OS index.
+        (far.is_none(), far, c)
+    })
 }

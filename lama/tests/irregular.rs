@@ -1,0 +1,175 @@
+//! Irregular machines (issue 58): on every machine of tests/topologies, as hwloc loads it for
+//! this process (allowed CPUs and NUMA nodes only) and whole, every CPU lies in exactly one of
+//! the policy's domains, the policy uses every core when asked for as many tasks as cores (and
+//! its one task of `--np 1` all of them), and memory bound `local` names only NUMA nodes the
+//! file allows. The allowed sets are read from the XML's own attributes, not through lama.
+
+use std::path::{Path, PathBuf};
+
+use lama::level::Level;
+use lama::memory::local_nodes;
+use lama::policy::{auto, domains};
+use lama::NodeTopology;
+
+fn xmls() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/topologies");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("topologies")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "xml"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The set bits of an hwloc bitmap attribute (`0x0000f06f`, or 32-bit words joined by commas,
+/// most significant first, an empty word for a zero one; `0xf...f,` prefixes for infinite sets
+/// do not occur in these files).
+fn bits(mask: &str) -> Vec<u32> {
+    let words: Vec<u64> = mask
+        .split(',')
+        .map(|w| match w.trim().trim_start_matches("0x") {
+            "" => 0,
+            hex => u64::from_str_radix(hex, 16).expect("hex"),
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (i, w) in words.iter().rev().enumerate() {
+        for b in 0..32 {
+            if w >> b & 1 == 1 {
+                out.push(i as u32 * 32 + b);
+            }
+        }
+    }
+    out
+}
+
+/// An attribute of the XML's root object (the Machine), when it has it.
+fn machine_attr(xml: &str, name: &str) -> Option<Vec<u32>> {
+    let line = xml.lines().find(|l| l.contains("type=\"Machine\""))?;
+    let key = format!(" {name}=\"");
+    let at = line.find(&key)? + key.len();
+    let end = line[at..].find('"')? + at;
+    Some(bits(&line[at..end]))
+}
+
+/// The OS indexes of every NUMA node the file lists.
+fn numa_in_file(xml: &str) -> Vec<u32> {
+    xml.lines()
+        .filter(|l| l.contains("type=\"NUMANode\""))
+        .filter_map(|l| {
+            let at = l.find(" os_index=\"")? + 11;
+            l[at..].split('"').next()?.parse().ok()
+        })
+        .collect()
+}
+
+fn check(path: &Path, whole: bool) {
+    let name = format!("{} (whole: {whole})", path.display());
+    let xml = std::fs::read_to_string(path).expect("xml");
+    let (node, loc) = NodeTopology::from_xml_file_with_devices(path, whole).expect(&name);
+    let mut cpus = node.cpus();
+    cpus.sort_unstable();
+    if !whole {
+        if let Some(allowed) = machine_attr(&xml, "allowed_cpuset") {
+            assert!(
+                cpus.iter().all(|c| allowed.contains(c)),
+                "{name}: a CPU the file does not allow"
+            );
+        }
+    }
+    // Every CPU in exactly one domain.
+    let doms = domains(&node);
+    let mut in_domains: Vec<u32> = doms.iter().flatten().flatten().copied().collect();
+    let n = in_domains.len();
+    in_domains.sort_unstable();
+    in_domains.dedup();
+    assert_eq!(in_domains.len(), n, "{name}: a CPU in two domains");
+    assert_eq!(in_domains, cpus, "{name}: CPUs outside every domain");
+    if node.has(Level::Numa) {
+        let mut numa: Vec<u32> = node
+            .objects(Level::Numa)
+            .iter()
+            .flat_map(|&s| node.span_cpus(s))
+            .collect();
+        numa.sort_unstable();
+        assert_eq!(numa, cpus, "{name}: CPUs outside every NUMA domain");
+    }
+    let cores: usize = doms.iter().map(Vec::len).sum();
+    // As many tasks as cores: each core is one task's.
+    let placed = auto(&node, &[], cores, 1, false).expect(&name);
+    let core_of = |c: u32| {
+        doms.iter()
+            .flatten()
+            .position(|core| core.contains(&c))
+            .expect("a CPU of a core")
+    };
+    let mut used: Vec<usize> = placed
+        .iter()
+        .map(|t| {
+            let mut k: Vec<usize> = t.cpus.iter().map(|&c| core_of(c)).collect();
+            k.dedup();
+            assert_eq!(k.len(), 1, "{name}: a task of {cores} over several cores");
+            k[0]
+        })
+        .collect();
+    used.sort_unstable();
+    assert_eq!(
+        used,
+        (0..cores).collect::<Vec<_>>(),
+        "{name}: np = cores leaves a core idle"
+    );
+    // One task: every core.
+    let one = auto(&node, &[], 1, 1, false).expect(&name);
+    let mut covered: Vec<usize> = one[0].cpus.iter().map(|&c| core_of(c)).collect();
+    covered.sort_unstable();
+    covered.dedup();
+    assert_eq!(covered.len(), cores, "{name}: --np 1 leaves cores idle");
+    // Memory: only allowed nodes, and some for every task of a machine with NUMA nodes.
+    let all_nodes = numa_in_file(&xml);
+    let allowed = machine_attr(&xml, "allowed_nodeset").unwrap_or(all_nodes.clone());
+    for tasks in [1, 2.min(cores), doms.len(), cores] {
+        let placed = auto(&node, &[], tasks, 1, false).expect(&name);
+        for t in &placed {
+            let mems = local_nodes(loc.numa(), &t.cpus, None);
+            assert!(
+                mems.iter().all(|m| allowed.contains(m)),
+                "{name}: {tasks} tasks: memory {mems:?} outside the allowed nodes {allowed:?}"
+            );
+            if !all_nodes.is_empty() {
+                assert!(
+                    !mems.is_empty(),
+                    "{name}: {tasks} tasks: no memory for cpus {:?}",
+                    t.cpus
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_cpu_in_one_domain_and_its_memory_allowed() {
+    for path in xmls() {
+        check(&path, false);
+        check(&path, true);
+    }
+}
+
+/// The three machines of the issue, as the issue saw them (before, "lama plan --policy auto"
+/// used 6 of 12 cores, refused 2 tasks on 2 CPUs, and used 4 of 10 CPUs).
+#[test]
+fn the_memoryless_machines_of_the_issue() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/topologies");
+    for (file, cpus) in [
+        ("fakeheterocpunuma.fsroot.xml", 24),
+        ("4fake-4gr1nu1pu.fsroot.xml", 2),
+        ("16amd64-8n2c-cpusets.fsroot.xml", 10),
+    ] {
+        let node = NodeTopology::from_xml_file(&dir.join(file)).expect(file);
+        assert_eq!(node.cpus().len(), cpus, "{file}");
+        let one = auto(&node, &[], 1, 1, false).expect(file);
+        let cores: usize = domains(&node).iter().map(Vec::len).sum();
+        assert_eq!(one[0].cpus.len(), cores, "{file}: --np 1");
+        assert!(auto(&node, &[], 2, 1, false).is_ok(), "{file}: --np 2");
+    }
+}
