@@ -118,19 +118,42 @@ impl ProcBind {
     }
 }
 
-/// One task's OpenMP threads: place `i` is thread `i`'s.
+/// One task's OpenMP threads: place `i` is thread `i`'s (with more threads than places, the
+/// runtime shares the places out among them).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadPlan {
     /// Each place's CPUs (OS indexes, ascending).
     pub places: Vec<Vec<u32>>,
     /// The policy the places were chosen by.
     pub bind: ProcBind,
+    /// More threads than places, when the automatic policy could not give the task a hardware
+    /// thread for each ([`ThreadPlan::crowded`]).
+    pub extra: usize,
 }
 
 impl ThreadPlan {
     /// Number of threads.
     pub fn threads(&self) -> usize {
-        self.places.len()
+        self.places.len() + self.extra
+    }
+
+    /// The plan of [`plan_threads`] for `threads` threads on a binding with fewer hardware
+    /// threads: every hardware thread a place, the threads shared out over them by the
+    /// runtime. The automatic policy's answer when a node cannot hold every task's workers.
+    pub fn crowded(
+        node: &NodeTopology,
+        rank: u32,
+        binding: &[u32],
+        threads: usize,
+        bind: ProcBind,
+    ) -> Result<ThreadPlan, ThreadError> {
+        let pus = binding_cores(node, binding)
+            .iter()
+            .map(Vec::len)
+            .sum::<usize>();
+        let mut plan = plan_threads(node, rank, binding, Threads::Count(pus as u32), bind)?;
+        plan.extra = threads.saturating_sub(plan.places.len());
+        Ok(plan)
     }
 
     /// `OMP_PLACES` as an explicit list: `{0,16},{1,17}`.
@@ -229,5 +252,9 @@ pub fn plan_threads(
         };
         order.into_iter().take(n).map(|c| vec![c]).collect()
     };
-    Ok(ThreadPlan { places, bind })
+    Ok(ThreadPlan {
+        places,
+        bind,
+        extra: 0,
+    })
 }

@@ -185,19 +185,45 @@ pub fn auto(
             _ => far.push(g.device),
         }
     }
-    let weights: Vec<u64> = if gpus.is_empty() || dom_gpus.iter().all(Vec::is_empty) {
+    // A domain's GPUs in the order of its cores: the first block of its tasks (which take its
+    // cores in order) gets the GPU nearest the first cores.
+    for (d, list) in dom_gpus.iter_mut().enumerate() {
+        let order: Vec<u32> = doms[d].iter().flatten().copied().collect();
+        let first = |dev: &usize| {
+            let near = gpus.iter().find(|g| g.device == *dev).map(|g| &g.cpus);
+            order
+                .iter()
+                .position(|c| near.is_some_and(|n| n.binary_search(c).is_ok()))
+                .unwrap_or(usize::MAX)
+        };
+        list.sort_by_key(|dev| (first(dev), *dev));
+    }
+    let sockets = socket_of_domains(node, &doms);
+    let workers = workers.max(1);
+    let room: Vec<usize> = doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect();
+    let gpu_doms: Vec<usize> = (0..doms.len())
+        .filter(|&d| !dom_gpus[d].is_empty())
+        .collect();
+    // Fewer tasks than GPU domains: every domain is shared out, the GPU domains first.
+    if !gpu_doms.is_empty() && tasks < gpu_doms.len() {
+        let mut out = greedy(&doms, &gpu_doms, &sockets, tasks, workers);
+        share_gpus(&mut out, &dom_gpus, &far, &sockets);
+        return Ok(out);
+    }
+    // Workers the GPU domains cannot hold spill into the others: then cores weigh.
+    let spill = !gpu_doms.is_empty()
+        && gpu_doms.iter().map(|&d| room[d]).sum::<usize>() < tasks.saturating_mul(workers);
+    let weights: Vec<u64> = if gpu_doms.is_empty() || spill {
         doms.iter().map(|d| d.len() as u64).collect()
     } else {
         dom_gpus.iter().map(|g| g.len() as u64).collect()
     };
     let used: Vec<usize> = (0..doms.len()).filter(|&d| weights[d] > 0).collect();
-    let workers = workers.max(1);
     if tasks < used.len() {
         let mut out = grouped(&doms, &used, tasks, workers);
-        share_gpus(&mut out, &dom_gpus, &far);
+        share_gpus(&mut out, &dom_gpus, &far, &sockets);
         return Ok(out);
     }
-    let room: Vec<usize> = doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect();
     // A domain takes no more tasks than it has hardware threads for all their workers (`-c`),
     // unless the node as a whole has no such room: then only its hardware threads cap it.
     let caps: Vec<usize> = if tasks > pus {
@@ -228,88 +254,97 @@ pub fn auto(
             });
         }
     }
-    share_gpus(&mut out, &dom_gpus, &far);
+    share_gpus(&mut out, &dom_gpus, &far, &sockets);
     Ok(out)
 }
 
-/// The step's GPUs shared out evenly, in task order: with at least one per task, counts differ
-/// by at most one, each task taking its own domains' GPUs first, then those of the nearest
-/// other domains (by domain order), then the far ones; with fewer GPUs than tasks, each task
-/// shares one, of its own domains when they have any.
-fn share_gpus(tasks: &mut [AutoTask], dom_gpus: &[Vec<usize>], far: &[usize]) {
-    let total = dom_gpus.iter().map(Vec::len).sum::<usize>() + far.len();
-    let n = tasks.len();
-    if total == 0 || n == 0 {
-        return;
-    }
-    if total < n {
-        let all: Vec<usize> = dom_gpus.iter().flatten().chain(far).copied().collect();
-        let mut turn = vec![0usize; dom_gpus.len()];
-        for (j, t) in tasks.iter_mut().enumerate() {
-            let own: Vec<usize> = t
-                .domains
+/// The socket (package) of each domain, by its first CPU; 0 where the node has no sockets.
+fn socket_of_domains(node: &NodeTopology, doms: &[Vec<Vec<u32>>]) -> Vec<usize> {
+    let sockets: Vec<Vec<u32>> = node
+        .objects(Level::Socket)
+        .iter()
+        .map(|&s| {
+            let mut c = node.span_cpus(s);
+            c.sort_unstable();
+            c
+        })
+        .collect();
+    doms.iter()
+        .map(|d| {
+            let first = d.first().and_then(|c| c.first());
+            sockets
                 .iter()
-                .flat_map(|&d| dom_gpus[d].clone())
-                .collect();
-            let pick = match t.domains.first() {
-                Some(&d) if !own.is_empty() => {
-                    turn[d] += 1;
-                    own[(turn[d] - 1) % own.len()]
-                }
-                _ => all[j % all.len()],
-            };
-            t.gpus.push(pick);
-        }
+                .position(|s| first.is_some_and(|f| s.binary_search(f).is_ok()))
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// How near domain `b` is to domain `a`: the same socket first, then fewer domains apart.
+fn nearness(sockets: &[usize], a: usize, b: usize) -> (bool, usize) {
+    (sockets.get(a) != sockets.get(b), a.abs_diff(b))
+}
+
+/// The GPUs: each task shares its domains' GPUs with the other tasks there, in blocks of
+/// neighbours in rank order (evenly, counts differing by at most one, when there are enough);
+/// a task whose domains have none takes its nearest domain's the same way (the same socket
+/// first). A GPU of another domain, or of none (far), is never a task's while its own domains
+/// have one: those GPUs stay with the tasks near them, and far GPUs go only to tasks with no
+/// GPU domain at all.
+fn share_gpus(tasks: &mut [AutoTask], dom_gpus: &[Vec<usize>], far: &[usize], sockets: &[usize]) {
+    if tasks.is_empty() || (far.is_empty() && dom_gpus.iter().all(Vec::is_empty)) {
         return;
     }
-    let mut pools: Vec<Vec<usize>> = dom_gpus.to_vec();
-    let mut far: Vec<usize> = far.to_vec();
-    // Each task gets `total / n`; the `total % n` extra GPUs go first to tasks whose domain has
-    // GPUs to spare, so that no task takes a far GPU while its own domain's go to a neighbour.
-    let base = total / n;
-    let mut extra = total % n;
-    let mut target = vec![base; n];
-    let mut spare: Vec<isize> = pools.iter().map(|p| p.len() as isize).collect();
-    for t in tasks.iter() {
-        if let Some(&d) = t.domains.first() {
-            spare[d] -= base as isize;
+    let blocks = |gpus: &[usize], sharers: &[usize], tasks: &mut [AutoTask]| {
+        let (g, k) = (gpus.len(), sharers.len());
+        for (i, &j) in sharers.iter().enumerate() {
+            if g >= k {
+                tasks[j]
+                    .gpus
+                    .extend_from_slice(&gpus[i * g / k..(i + 1) * g / k]);
+            } else {
+                tasks[j].gpus.push(gpus[i * g / k]);
+            }
         }
-    }
+    };
+    // Each task's home domain: its first one with GPUs, else the nearest domain with some.
+    let with: Vec<usize> = (0..dom_gpus.len())
+        .filter(|&d| !dom_gpus[d].is_empty())
+        .collect();
+    let mut by_home: Vec<Vec<usize>> = vec![Vec::new(); dom_gpus.len()];
+    let mut homeless = Vec::new();
     for (j, t) in tasks.iter().enumerate() {
-        match t.domains.first() {
-            Some(&d) if extra > 0 && spare[d] > 0 => {
-                spare[d] -= 1;
-                target[j] += 1;
-                extra -= 1;
+        let own: Vec<usize> = t
+            .domains
+            .iter()
+            .copied()
+            .filter(|&d| !dom_gpus[d].is_empty())
+            .collect();
+        if own.len() > 1 {
+            // A task over several whole domains (fewer tasks than domains) has their GPUs.
+            for d in own {
+                by_home[d].push(j);
             }
-            _ => {}
+            continue;
+        }
+        let home = own.first().copied().or_else(|| {
+            let d = t.domains.first().copied()?;
+            with.iter()
+                .copied()
+                .min_by_key(|&e| (nearness(sockets, d, e), e))
+        });
+        match home {
+            Some(d) => by_home[d].push(j),
+            None => homeless.push(j),
         }
     }
-    for t in target.iter_mut() {
-        if extra > 0 && *t == base {
-            *t += 1;
-            extra -= 1;
+    for (d, sharers) in by_home.iter().enumerate() {
+        if !sharers.is_empty() {
+            blocks(&dom_gpus[d], sharers, tasks);
         }
     }
-    for (j, t) in tasks.iter_mut().enumerate() {
-        for &d in &t.domains.clone() {
-            while t.gpus.len() < target[j] && !pools[d].is_empty() {
-                t.gpus.push(pools[d].remove(0));
-            }
-        }
-    }
-    for (j, t) in tasks.iter_mut().enumerate() {
-        let home = t.domains.first().copied().unwrap_or(0);
-        let mut order: Vec<usize> = (0..pools.len()).collect();
-        order.sort_by_key(|&d| (d.abs_diff(home), d));
-        for d in order {
-            while t.gpus.len() < target[j] && !pools[d].is_empty() {
-                t.gpus.push(pools[d].remove(0));
-            }
-        }
-        while t.gpus.len() < target[j] && !far.is_empty() {
-            t.gpus.push(far.remove(0));
-        }
+    if !homeless.is_empty() && !far.is_empty() {
+        blocks(far, &homeless, tasks);
     }
 }
 
@@ -327,19 +362,57 @@ fn first_threads(cores: &[Vec<u32>], need: usize) -> Vec<u32> {
 }
 
 /// Fewer tasks than domains: each task takes a run of neighbouring domains, whole, with as many
-/// hardware threads per core as its `workers` need.
+/// hardware threads per core as its `workers` need; the first tasks take the longer runs (as
+/// Slurm's block distribution gives the first nodes the extra tasks).
 fn grouped(doms: &[Vec<Vec<u32>>], used: &[usize], tasks: usize, workers: usize) -> Vec<AutoTask> {
+    let bound = |j: usize| (j * used.len()).div_ceil(tasks);
+    (0..tasks)
+        .map(|j| whole(doms, used[bound(j)..bound(j + 1)].to_vec(), workers))
+        .collect()
+}
+
+/// A task over the whole domains `run`.
+fn whole(doms: &[Vec<Vec<u32>>], run: Vec<usize>, workers: usize) -> AutoTask {
+    let cores: Vec<Vec<u32>> = run.iter().flat_map(|&d| doms[d].clone()).collect();
+    let mut cpus = first_threads(&cores, workers);
+    cpus.sort_unstable();
+    AutoTask {
+        cpus,
+        gpus: Vec::new(),
+        domains: run,
+    }
+}
+
+/// Fewer tasks than GPU domains (mpibind's "greedy"): the GPU domains go to the tasks in runs
+/// of neighbours, then each other domain to the task with the nearest GPU domain (the same
+/// socket first, then fewer domains apart, then the earlier task), so that every domain of the
+/// step is some task's.
+fn greedy(
+    doms: &[Vec<Vec<u32>>],
+    gpu_doms: &[usize],
+    sockets: &[usize],
+    tasks: usize,
+    workers: usize,
+) -> Vec<AutoTask> {
+    let bound = |j: usize| (j * gpu_doms.len()).div_ceil(tasks);
+    let mut owner: Vec<Option<usize>> = vec![None; doms.len()];
+    for j in 0..tasks {
+        for &d in &gpu_doms[bound(j)..bound(j + 1)] {
+            owner[d] = Some(j);
+        }
+    }
+    for d in 0..doms.len() {
+        if owner[d].is_none() {
+            owner[d] = gpu_doms
+                .iter()
+                .min_by_key(|&&e| (nearness(sockets, d, e), owner[e]))
+                .and_then(|&e| owner[e]);
+        }
+    }
     (0..tasks)
         .map(|j| {
-            let run = &used[j * used.len() / tasks..(j + 1) * used.len() / tasks];
-            let cores: Vec<Vec<u32>> = run.iter().flat_map(|&d| doms[d].clone()).collect();
-            let mut cpus = first_threads(&cores, workers);
-            cpus.sort_unstable();
-            AutoTask {
-                cpus,
-                gpus: Vec::new(),
-                domains: run.to_vec(),
-            }
+            let run: Vec<usize> = (0..doms.len()).filter(|&d| owner[d] == Some(j)).collect();
+            whole(doms, run, workers)
         })
         .collect()
 }
@@ -387,6 +460,7 @@ pub fn describe(node: &NodeTopology, gpus: &[PolicyGpu], tasks: &[AutoTask]) -> 
         .iter()
         .map(|t| {
             let mut cores: Vec<usize> = t.cpus.iter().map(core_of).collect();
+            cores.sort_unstable();
             cores.dedup();
             t.cpus.len().div_ceil(cores.len().max(1))
         })

@@ -105,12 +105,38 @@ fn invariants_on_every_machine() {
                     );
                 }
                 if !g.is_empty() {
-                    let counts: Vec<usize> = placed.iter().map(|t| t.gpus.len()).collect();
-                    let (lo, hi) = (counts.iter().min(), counts.iter().max());
-                    assert!(
-                        hi.zip(lo).is_some_and(|(h, l)| h - l <= 1),
-                        "{name}: GPUs {counts:?}"
-                    );
+                    // Issue 58: the tasks of a domain share its GPUs evenly (counts differ by at
+                    // most one there), and a task whose domains have GPUs has only theirs.
+                    let near = |t: &lama::policy::AutoTask, dev: usize| {
+                        let cpus = &g.iter().find(|x| x.device == dev).expect("a GPU").cpus;
+                        t.domains.iter().any(|&d| {
+                            doms[d]
+                                .iter()
+                                .flatten()
+                                .any(|c| cpus.binary_search(c).is_ok())
+                        })
+                    };
+                    for d in 0..doms.len() {
+                        let counts: Vec<usize> = placed
+                            .iter()
+                            .filter(|t| t.domains == [d])
+                            .map(|t| t.gpus.len())
+                            .collect();
+                        let (lo, hi) = (counts.iter().min(), counts.iter().max());
+                        assert!(
+                            hi.zip(lo).is_none_or(|(h, l)| h - l <= 1),
+                            "{name}: GPUs of domain {d}'s tasks {counts:?}"
+                        );
+                    }
+                    for t in &placed {
+                        let has_near = g.iter().any(|x| near(t, x.device));
+                        assert!(
+                            !has_near || t.gpus.iter().all(|&dev| near(t, dev)),
+                            "{name}: a far GPU for a task with near ones ({:?})",
+                            t.gpus
+                        );
+                        assert!(!t.gpus.is_empty() || !has_near, "{name}: no GPU");
+                    }
                 }
             }
         }

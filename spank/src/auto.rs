@@ -30,6 +30,17 @@ pub fn slurm_binding(
     )
 }
 
+/// Said once when the policy's tasks run more OpenMP threads than they have hardware threads.
+fn crowded_note(p: &lama::openmp::ThreadPlan, tasks: usize, pus: usize, st: &Step) -> String {
+    format!(
+        "{} OpenMP threads per task do not fit on node {} {}: its {tasks} task(s) share the step's {pus} hardware thread(s) there, as few as {} each, so threads share them (ask for fewer threads or tasks to give each thread its own)",
+        p.threads(),
+        st.nodeid,
+        st.host,
+        p.places.len()
+    )
+}
+
 impl Lama {
     /// Places this node's tasks with the automatic policy, with their GPUs (those Slurm gave
     /// the step, read from the step's environment, which Slurm's GPU plugin writes before
@@ -121,11 +132,13 @@ impl Lama {
             st.bound_gpus = BoundGpus::read(loc, get);
         }
         st.tasks = placed.tasks;
-        st.omp = auto_threads(&topo, &st.tasks, threads.as_ref())
-            .map_err(|e| e.to_string())?
-            .iter()
-            .map(|p| p.env())
-            .collect();
+        let plans = auto_threads(&topo, &st.tasks, threads.as_ref()).map_err(|e| e.to_string())?;
+        if let Some(p) = plans.iter().find(|p| p.extra > 0) {
+            if st.warning.is_none() {
+                st.warning = Some(crowded_note(p, ranks.len(), cpus.len(), st));
+            }
+        }
+        st.omp = plans.iter().map(|p| p.env()).collect();
         st.omp_replace = threads.is_some_and(|t| t.replace);
         if let Some(loc) = loc.filter(|_| nics > 0 || !gpus.is_empty()) {
             let weights = self.weights(&loc)?;

@@ -166,6 +166,13 @@ pub fn render(
             p.placed.summary
         ));
         s.push_str(&borrowed_memory(nodes[n], models[per_node[n]].1.as_ref()));
+        if let Some(c) = p.places.iter().find(|c| c.extra > 0) {
+            s.push_str(&format!(
+                "  {} OpenMP threads per task share as few as {} hardware threads: the node cannot give each thread its own\n",
+                c.threads(),
+                c.places.len()
+            ));
+        }
         for (i, t) in p.placed.tasks.iter().enumerate() {
             let gpus = gpu_names(n, &p.placed.gpus[i]);
             let gpus = if gpus.is_empty() {

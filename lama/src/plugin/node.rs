@@ -221,8 +221,14 @@ pub fn auto_threads(
                 Some(Threads::Count(n)) => Threads::Count(n),
                 _ => Threads::Count(task.cpus.len() as u32),
             };
-            plan_threads(topo, task.rank, &task.cpus, n, bind)
-                .map_err(|e| StepError::Option(e.to_string()))
+            // The policy gave every task what the node holds: more threads than that share.
+            match n {
+                Threads::Count(k) if k as usize > task.cpus.len() => {
+                    ThreadPlan::crowded(topo, task.rank, &task.cpus, k as usize, bind)
+                }
+                n => plan_threads(topo, task.rank, &task.cpus, n, bind),
+            }
+            .map_err(|e| StepError::Option(e.to_string()))
         })
         .collect()
 }
