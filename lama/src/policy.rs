@@ -35,13 +35,17 @@ pub enum PolicyError {
     },
 }
 
-/// A step GPU, for the policy: its device index and the CPUs of the object it hangs off.
+/// A step GPU, for the policy: its device index, the CPUs of the object it hangs off and those
+/// of its package.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PolicyGpu {
     /// Index into the node's devices.
     pub device: usize,
-    /// OS indexes of the CPUs nearest it (its locality).
+    /// OS indexes of the CPUs nearest it (its locality), ascending.
     pub cpus: Vec<u32>,
+    /// OS indexes of the CPUs of the package it hangs off, ascending (empty when none): which
+    /// of the GPUs near none of the step's CPUs are nearer a task.
+    pub package: Vec<u32>,
 }
 
 /// The step's GPUs on a node (`given`, device indexes; every GPU of the node when `None`), with
@@ -50,14 +54,28 @@ pub fn gpus_of(loc: &Locality, given: Option<&[usize]>) -> Vec<PolicyGpu> {
     loc.candidates(Kind::Gpu, given)
         .into_iter()
         .map(|device| {
-            let mut cpus = loc
-                .devices()
-                .get(device)
-                .and_then(|d| loc.place(d.place))
+            let place = loc.devices().get(device).map(|d| d.place);
+            let mut cpus = place
+                .and_then(|p| loc.place(p))
                 .map(|p| p.cpus.to_vec())
                 .unwrap_or_default();
             cpus.sort_unstable();
-            PolicyGpu { device, cpus }
+            // Up from its place to the package that holds it, if any.
+            let mut at = place;
+            let mut package = Vec::new();
+            while let Some(p) = at.and_then(|i| loc.place(i)) {
+                if p.kind == "Package" {
+                    package = p.cpus.to_vec();
+                    break;
+                }
+                at = p.parent;
+            }
+            package.sort_unstable();
+            PolicyGpu {
+                device,
+                cpus,
+                package,
+            }
         })
         .collect()
 }
@@ -182,7 +200,7 @@ pub fn auto(
         };
         match (0..doms.len()).max_by_key(|&d| (overlap(&doms[d]), std::cmp::Reverse(d))) {
             Some(d) if overlap(&doms[d]) > 0 => dom_gpus[d].push(g.device),
-            _ => far.push(g.device),
+            _ => far.push((g.device, g.package.as_slice())),
         }
     }
     // A domain's GPUs in the order of its cores: the first block of its tasks (which take its
@@ -288,10 +306,15 @@ fn nearness(sockets: &[usize], a: usize, b: usize) -> (bool, usize) {
 /// The GPUs: each task shares its domains' GPUs with the other tasks there, in blocks of
 /// neighbours in rank order (evenly, counts differing by at most one, when there are enough);
 /// a task whose domains have none takes its nearest domain's the same way (the same socket
-/// first). A GPU of another domain, or of none (far), is never a task's while its own domains
-/// have one: those GPUs stay with the tasks near them, and far GPUs go only to tasks with no
-/// GPU domain at all.
-fn share_gpus(tasks: &mut [AutoTask], dom_gpus: &[Vec<usize>], far: &[usize], sockets: &[usize]) {
+/// first). A GPU of another domain, or of none (far: `(device, its package's CPUs)`), is never
+/// a task's while its own domains have one: those GPUs stay with the tasks near them, and far
+/// GPUs go only to tasks with no GPU domain at all, those of their own package first.
+fn share_gpus(
+    tasks: &mut [AutoTask],
+    dom_gpus: &[Vec<usize>],
+    far: &[(usize, &[u32])],
+    sockets: &[usize],
+) {
     if tasks.is_empty() || (far.is_empty() && dom_gpus.iter().all(Vec::is_empty)) {
         return;
     }
@@ -343,8 +366,34 @@ fn share_gpus(tasks: &mut [AutoTask], dom_gpus: &[Vec<usize>], far: &[usize], so
             blocks(&dom_gpus[d], sharers, tasks);
         }
     }
-    if !homeless.is_empty() && !far.is_empty() {
-        blocks(far, &homeless, tasks);
+    // No task near a GPU: each shares the far GPUs of its own package when there are some,
+    // else all of them.
+    let mut groups: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+    for j in homeless {
+        let mine: Vec<usize> = far
+            .iter()
+            .filter(|(_, package)| {
+                tasks[j]
+                    .cpus
+                    .iter()
+                    .any(|c| package.binary_search(c).is_ok())
+            })
+            .map(|&(d, _)| d)
+            .collect();
+        let pick = if mine.is_empty() {
+            far.iter().map(|&(d, _)| d).collect()
+        } else {
+            mine
+        };
+        match groups.iter_mut().find(|(g, _)| *g == pick) {
+            Some((_, sharers)) => sharers.push(j),
+            None => groups.push((pick, vec![j])),
+        }
+    }
+    for (gpus, sharers) in groups {
+        if !gpus.is_empty() {
+            blocks(&gpus, &sharers, tasks);
+        }
     }
 }
 

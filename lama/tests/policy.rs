@@ -396,3 +396,62 @@ proptest::proptest! {
         }
     }
 }
+
+/// Issue 58: `lama check`'s `far-gpu` agrees with the policy: no step the policy placed, on any
+/// machine with GPUs, for any task count up to twice its domains, gives a task a GPU farther
+/// from its CPUs than one of the step's.
+#[test]
+fn lama_check_finds_no_far_gpu_in_what_the_policy_placed() {
+    use lama::check::{judge_node, FindingKind, NodeSeen, TaskSeen};
+    for path in xmls() {
+        let (node, loc) = NodeTopology::from_xml_file_with_devices(&path, true).expect("topology");
+        let gpus = gpus_of(&loc, None);
+        if gpus.is_empty() {
+            continue;
+        }
+        let number = |dev: usize| loc.devices()[dev].index.expect("a numbered GPU");
+        let seen = NodeSeen {
+            host: "n1".into(),
+            index: 0,
+            allocated: node.cpus(),
+            numa: loc.numa().to_vec(),
+            locality: Some(loc.clone()),
+            job_gpus: gpus.iter().map(|g| number(g.device)).collect(),
+        };
+        // The whole machine, its first domain, and its first core (Lassen's `--restrict 8-11`).
+        let whole = domains(&node);
+        let steps = [
+            node.clone(),
+            node.restrict(&whole[0].concat()).expect("a domain"),
+            node.restrict(&whole[0][0]).expect("a core"),
+        ];
+        for (node, tasks) in steps.iter().flat_map(|n| {
+            let doms = domains(n);
+            let pus: usize = doms.iter().flatten().map(Vec::len).sum();
+            (1..=(2 * doms.len() + 1).min(pus)).map(move |k| (n, k))
+        }) {
+            let placed = auto(node, &gpus, tasks, 1, false).expect("placed");
+            let tasks_seen: Vec<TaskSeen> = placed
+                .iter()
+                .enumerate()
+                .map(|(r, t)| TaskSeen {
+                    rank: r as u32,
+                    cpus: t.cpus.clone(),
+                    gpus: t.gpus.iter().map(|&d| number(d)).collect(),
+                    ..TaskSeen::default()
+                })
+                .collect();
+            let refs: Vec<&TaskSeen> = tasks_seen.iter().collect();
+            let far: Vec<_> = judge_node(&seen, &refs)
+                .into_iter()
+                .filter(|f| f.kind == FindingKind::FarGpu)
+                .collect();
+            assert!(
+                far.is_empty(),
+                "{} tasks={tasks}: {:?}",
+                path.display(),
+                far
+            );
+        }
+    }
+}

@@ -18,7 +18,8 @@ echo "$SLURM_PROCID ${LAMA_CPUS:-none} ${LAMA_GPUS:-none} ${OMP_NUM_THREADS:-non
 EOF
 # The XML: package 0 is NUMA node 0 with cores whose first hardware threads are 0,8,16,24 and GPUs
 # cuda0-1; package 1 is NUMA node 1 with 80,88,96,104 and cuda2-3. Each task gets whole cores
-# of one domain, one hardware thread each, the domains shared in proportion (equal here).
+# of one domain, one hardware thread each, the domains shared in proportion (equal here), and the
+# GPUs of its own domain.
 first=(0 8 16 24 80 88 96 104)
 want_for() { # tasks gpus(yes|no)
   local k=$1 g=$2 t per lines="" gp
@@ -29,7 +30,7 @@ want_for() { # tasks gpus(yes|no)
     elif [ "$k" = 1 ]; then gp=cuda0,cuda1,cuda2,cuda3
     elif [ "$k" = 2 ]; then gp=cuda$((2 * t)),cuda$((2 * t + 1))
     elif [ "$k" = 4 ]; then gp=cuda$t
-    else gp=cuda$(( (t / 4) * 2 + t % 2 )); fi
+    else gp=cuda$((t / 2)); fi   # fewer GPUs than tasks: neighbours share one, in blocks
     lines+="$t $cpus $gp $per map"$'\n'
   done
   printf '%s' "$lines"

@@ -38,40 +38,46 @@ pub(crate) struct NumaFound<'t> {
 /// every kept CPU lies in exactly one default node's CPUs or borrowed CPUs, as long as any
 /// allowed default node exists.
 pub(crate) fn numa_nodes(topo: &Topology, keep: impl Fn(u32) -> bool) -> Vec<NumaFound<'_>> {
-    let objs: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::NUMANode).collect();
-    let found: Vec<(Vec<u32>, MemoryKind)> = objs
+    let allowed = topo.allowed_nodeset();
+    // A node this process may not allocate from is nobody's memory (hwloc leaves it out of a
+    // restricted load; a whole one keeps it).
+    let objs: Vec<&TopologyObject> = topo
+        .objects_with_type(ObjectType::NUMANode)
+        .filter(|n| n.os_index().is_some_and(|i| allowed.is_set(i)))
+        .collect();
+    let ids = |set: Option<hwlocality::bitmap::BitmapRef<'_, hwlocality::cpu::cpuset::CpuSet>>| {
+        set.map(|s| {
+            s.iter_set()
+                .map(|i| usize::from(i) as u32)
+                .collect::<Vec<u32>>()
+        })
+        .unwrap_or_default()
+    };
+    let found: Vec<(Vec<u32>, Vec<u32>, MemoryKind)> = objs
         .iter()
         .map(|n| {
-            let cpus = n
-                .cpuset()
-                .map(|s| {
-                    s.iter_set()
-                        .map(|i| usize::from(i) as u32)
-                        .filter(|&c| keep(c))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let cpus = ids(n.cpuset()).into_iter().filter(|&c| keep(c)).collect();
             let subtype = n.subtype().and_then(|s| s.to_str().ok());
-            (cpus, MemoryKind::of(subtype))
+            (cpus, ids(n.complete_cpuset()), MemoryKind::of(subtype))
         })
         .collect();
+    // Which memory is its CPUs' default is a property of the machine: judged on every CPU of
+    // each node (a DRAM node whose CPUs a cgroup withholds is still DRAM, and may lend).
     let weighed: Vec<NodeMemory<'_>> = objs
         .iter()
         .zip(&found)
-        .map(|(n, (cpus, kind))| NodeMemory {
+        .map(|(n, (_, complete, kind))| NodeMemory {
             os_index: os_of(n),
-            cpus,
+            cpus: complete,
             kind: *kind,
         })
         .collect();
     let default = default_nodes(&weighed);
-    let allowed = topo.allowed_nodeset();
     let mut nodes: Vec<NumaFound<'_>> = objs
         .into_iter()
         .zip(found)
         .zip(default)
-        .filter(|((n, _), _)| n.os_index().is_some_and(|i| allowed.is_set(i)))
-        .map(|((obj, (cpus, kind)), default)| NumaFound {
+        .map(|((obj, (cpus, _, kind)), default)| NumaFound {
             obj,
             cpus,
             kind,
