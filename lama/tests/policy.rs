@@ -298,10 +298,20 @@ proptest::proptest! {
                     .count()
             })
             .collect();
-        let weights: Vec<usize> = if under.iter().sum::<usize>() == 0 {
+        // Issue 58: workers the GPU domains cannot hold spill into the others (cores weigh),
+        // unless there are fewer tasks than GPU domains (then every domain is some task's).
+        let gpu_doms = under.iter().filter(|&&w| w > 0).count();
+        let gpu_room: usize = doms
+            .iter()
+            .zip(&under)
+            .filter(|(_, &w)| w > 0)
+            .map(|(d, _)| d.iter().map(Vec::len).sum::<usize>())
+            .sum();
+        let spill = gpu_doms > 0 && tasks >= gpu_doms && gpu_room < tasks * workers;
+        let weights: Vec<usize> = if gpu_doms == 0 || spill {
             doms.iter().map(Vec::len).collect()
         } else {
-            under
+            under.clone()
         };
         let used = weights.iter().filter(|&&w| w > 0).count();
         let mut count = vec![0usize; doms.len()];
@@ -355,9 +365,21 @@ proptest::proptest! {
             }
         }
         if !g.is_empty() {
+            // Every task has a GPU; the tasks of one domain share its GPUs evenly.
             let counts: Vec<usize> = placed.iter().map(|t| t.gpus.len()).collect();
-            let (lo, hi) = (counts.iter().min().copied().unwrap_or(0), counts.iter().max().copied().unwrap_or(0));
-            proptest::prop_assert!(hi - lo <= 1 && lo >= 1, "{name}: GPUs {counts:?}");
+            proptest::prop_assert!(counts.iter().all(|&k| k >= 1), "{name}: GPUs {counts:?}");
+            for d in 0..doms.len() {
+                let here: Vec<usize> = placed
+                    .iter()
+                    .filter(|t| t.domains == [d] && under[d] > 0)
+                    .map(|t| t.gpus.len())
+                    .collect();
+                let (lo, hi) = (here.iter().min(), here.iter().max());
+                proptest::prop_assert!(
+                    hi.zip(lo).is_none_or(|(h, l)| h - l <= 1),
+                    "{name}: GPUs of domain {d}'s tasks {here:?}"
+                );
+            }
         }
     }
 }
