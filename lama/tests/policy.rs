@@ -368,10 +368,10 @@ proptest::proptest! {
             // Every task has a GPU; the tasks of one domain share its GPUs evenly.
             let counts: Vec<usize> = placed.iter().map(|t| t.gpus.len()).collect();
             proptest::prop_assert!(counts.iter().all(|&k| k >= 1), "{name}: GPUs {counts:?}");
-            for d in 0..doms.len() {
+            for (d, &w) in under.iter().enumerate() {
                 let here: Vec<usize> = placed
                     .iter()
-                    .filter(|t| t.domains == [d] && under[d] > 0)
+                    .filter(|t| t.domains == [d] && w > 0)
                     .map(|t| t.gpus.len())
                     .collect();
                 let (lo, hi) = (here.iter().min(), here.iter().max());
