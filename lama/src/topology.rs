@@ -78,6 +78,9 @@ pub struct NodeTopology {
     pus: Vec<u32>,
     /// Objects of each level (indexed by [`Level::index`]), sorted; empty when the node lacks it.
     levels: [Vec<Span>; 9],
+    /// hwloc gave the machine no Core objects (s390 guests, some fake machines): each hardware
+    /// thread stands for a core, as the automatic policy has always counted them.
+    threads_as_cores: bool,
 }
 
 impl NodeTopology {
@@ -113,10 +116,37 @@ impl NodeTopology {
         if levels[Level::Board.index()].is_empty() {
             levels[Level::Board.index()] = vec![Span { start: 0, end: n }];
         }
+        let threads_as_cores = levels[Level::Core.index()].is_empty();
+        if threads_as_cores {
+            levels[Level::Core.index()] = levels[Level::Hwthread.index()].clone();
+        }
+        // Hardware threads outside every package (a firmware that gave packages conflicting
+        // ids: hwloc's 40intel64-4n10c+pci-conflicts) make a package of their own, so that
+        // sockets still nest over cores.
+        let sockets = &mut levels[Level::Socket.index()];
+        if !sockets.is_empty() {
+            let mut gaps = Vec::new();
+            let mut at = 0;
+            for s in sockets
+                .iter()
+                .chain(std::iter::once(&Span { start: n, end: n }))
+            {
+                if s.start > at {
+                    gaps.push(Span {
+                        start: at,
+                        end: s.start,
+                    });
+                }
+                at = at.max(s.end);
+            }
+            sockets.extend(gaps);
+            sockets.sort();
+        }
         NodeTopology {
             name: name.to_string(),
             pus,
             levels,
+            threads_as_cores,
         }
     }
 
@@ -169,15 +199,20 @@ impl NodeTopology {
                 .filter(|s| !s.is_empty())
                 .collect();
         }
-        Ok(Cow::Owned(NodeTopology::from_parts(
-            &self.name, pus, levels,
-        )))
+        let mut node = NodeTopology::from_parts(&self.name, pus, levels);
+        node.threads_as_cores = self.threads_as_cores;
+        Ok(Cow::Owned(node))
     }
 
     /// Parses an hwloc cpulist (`0-3,8-11`) and restricts to it.
     pub fn restrict_to_list(&self, cpulist: &str) -> Result<NodeTopology, TopologyError> {
         let allowed = idset::parse_list(cpulist)?;
         self.restrict(&allowed)
+    }
+
+    /// Whether hwloc gave the machine no Core objects: its cores are its hardware threads.
+    pub fn threads_as_cores(&self) -> bool {
+        self.threads_as_cores
     }
 
     /// The node's name (file, synthetic description or host).

@@ -200,3 +200,42 @@ fn the_memoryless_machines_of_the_issue() {
         assert!(auto(&node, &[], 2, 1, false).is_ok(), "{file}: --np 2");
     }
 }
+
+/// Issue 58, part 5: on every machine, maps by socket, NUMA domain and core, bound to a core,
+/// place one task per core: hardware threads outside every package make a package of their
+/// own, and a machine without Core objects counts each hardware thread as a core.
+#[test]
+fn every_machine_maps_by_socket_numa_and_core() {
+    use lama::spec::{Expert, Request};
+    let mut failed = Vec::new();
+    for path in xmls() {
+        let node = NodeTopology::from_xml_file(&path).expect("loads");
+        let cores = node.objects(Level::Core).len();
+        for map in ["csbnh", "scbnh", "Ncsbnh", "cNsbnh"] {
+            let req = Request::expert(
+                &Expert {
+                    map: Some(map),
+                    bind: Some("1c"),
+                    mppr: None,
+                    order: None,
+                },
+                Some(cores),
+                false,
+            )
+            .expect("a request");
+            match lama::plan(&[&node], &req) {
+                Ok(p) => {
+                    let mut all: Vec<u32> = (0..cores).flat_map(|r| p.cpus(r, &[&node])).collect();
+                    let n = all.len();
+                    all.sort_unstable();
+                    all.dedup();
+                    if all.len() != n || n < cores {
+                        failed.push(format!("{}: {map}: cores shared or missed", path.display()));
+                    }
+                }
+                Err(e) => failed.push(format!("{}: {map}: {e}", path.display())),
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}

@@ -103,6 +103,14 @@ impl Lama {
                 tasks
             }
         };
+        let uses_cores = req.map.contains(&lama::level::Level::Core)
+            || req.bind.level == lama::level::Level::Core;
+        if uses_cores && topo.threads_as_cores() && st.warning.is_none() && st.nodeid == 0 {
+            st.warning = Some(format!(
+                "node {} has no cores in hwloc's description: each hardware thread counts as a core",
+                st.host
+            ));
+        }
         if shares_cpus(&st.tasks) && st.warning.is_none() {
             if let Some(note) = exact() {
                 st.warning = Some(format!(

@@ -448,6 +448,19 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         };
     }
     let nodes: Vec<&NodeTopology> = per_node.iter().map(|&i| &models[i].0).collect();
+    // A machine without Core objects: "core" is a hardware thread there (said once).
+    let uses_cores =
+        req.map.contains(&lama::level::Level::Core) || req.bind.level == lama::level::Level::Core;
+    if let Some(n) = nodes
+        .iter()
+        .find(|n| n.threads_as_cores())
+        .filter(|_| uses_cores)
+    {
+        eprintln!(
+            "lama plan: note: {} has no cores in hwloc's description: each hardware thread counts as a core",
+            n.name()
+        );
+    }
     let p = match plan(&nodes, &req) {
         Ok(p) => p,
         Err(e) => {

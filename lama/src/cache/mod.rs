@@ -437,7 +437,14 @@ pub fn encode(
         lama_node_cache: FORMAT,
         name: node.name().to_string(),
         pus: join_commas(node.pus().iter().map(u32::to_string)),
-        levels: Level::ALL.iter().map(|&l| runs(node.objects(l))).collect(),
+        // Cores that stand for hardware threads are made again on reading (topology.rs).
+        levels: Level::ALL
+            .iter()
+            .map(|&l| match l {
+                Level::Core if node.threads_as_cores() => runs(&[]),
+                l => runs(node.objects(l)),
+            })
+            .collect(),
         allowed: allowed.map(format_list),
         system: system.map(|s| SystemRecord {
             online: format_list(&s.online),
