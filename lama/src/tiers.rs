@@ -103,7 +103,18 @@ pub fn task_memory(
     allowed: Option<&[u32]>,
 ) -> Result<(Vec<u32>, MemPolicy), TierError> {
     let list = || crate::idset::format_list(cpus);
-    let default = crate::memory::local_nodes(numa, cpus, allowed);
+    let mut default = crate::memory::local_nodes(numa, cpus, allowed);
+    if let (true, Some(allowed)) = (default.is_empty(), allowed) {
+        // The step's cgroup withholds the CPUs' own memory: the nearest it allows, as a CPU
+        // without memory of its own borrows (crate::locality::nearest_memory).
+        let own = crate::memory::local_nodes(numa, cpus, None);
+        let lenders: Vec<u32> = numa
+            .iter()
+            .filter(|n| n.default && allowed.contains(&n.os_index))
+            .map(|n| n.os_index)
+            .collect();
+        default.extend(crate::locality::nearest_memory(&lenders, &own, |_, _| None));
+    }
     if default.is_empty() {
         return Err(TierError::NoLocal {
             mode: mode.name(),
@@ -331,6 +342,12 @@ mod tests {
             task_memory(&nodes, &[1, 2], MemMode::Hbm, Some(&[0, 1, 5])).unwrap(),
             (vec![5], MemPolicy::Bind)
         );
+        // The CPUs' own memory withheld: the nearest the cgroup allows, never one it withholds.
+        assert_eq!(
+            task_memory(&nodes, &[0], MemMode::Local, Some(&[1, 4, 5])).unwrap(),
+            (vec![1], MemPolicy::Bind)
+        );
+        assert!(task_memory(&nodes, &[0], MemMode::Local, Some(&[4])).is_err());
     }
 
     #[test]
