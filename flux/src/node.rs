@@ -318,6 +318,18 @@ impl Node {
                 .map_err(|e| e.to_string())?,
             (false, None) => Vec::new(),
         };
+        // The automatic policy runs more threads than a task's hardware threads when the node
+        // cannot hold them all: said once by this node's shell.
+        if let Some(p) = plans.iter().find(|p| p.extra > 0) {
+            ffi::log(
+                ffi::WARN,
+                &format!(
+                    "lama: {} OpenMP threads per task share as few as {} hardware threads on this node: ask for fewer threads or tasks to give each thread its own",
+                    p.threads(),
+                    p.places.len()
+                ),
+            );
+        }
         for (p, g) in plans.iter().zip(groups) {
             g.push(Group::openmp(p.env()));
         }
