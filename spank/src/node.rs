@@ -63,19 +63,20 @@ pub fn find(settings: &Settings, host: &str, detail: Detail) -> Result<NodeFound
     // A missing cache is normal (slurmd not restarted since lama was installed); anything else
     // found there is read, and reported when it cannot be used.
     if let Some(file) = cache_file(settings, host) {
-        match cache::read(&file, detail, Writer::Root) {
-            Ok(n) => match from_cache(n, host) {
-                Ok(found) => return Ok(found),
-                Err(e) => log(
-                    LogLevel::Error,
-                    &format!("lama: {e}; probing the machine instead"),
-                ),
-            },
-            Err(CacheError::Missing { .. }) => {}
-            Err(e) => log(
+        let read = match cache::read(&file, detail, Writer::Root) {
+            Err(CacheError::Missing { .. }) => None,
+            read => Some(
+                read.map_err(|e| e.to_string())
+                    .and_then(|n| from_cache(n, host)),
+            ),
+        };
+        match read {
+            Some(Ok(found)) => return Ok(found),
+            Some(Err(e)) => log(
                 LogLevel::Error,
                 &format!("lama: {e}; probing the machine instead"),
             ),
+            None => {}
         }
     }
     probed(detail)

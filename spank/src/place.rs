@@ -103,8 +103,7 @@ impl Lama {
                 tasks
             }
         };
-        let uses_cores = req.map.contains(&lama::level::Level::Core)
-            || req.bind.level == lama::level::Level::Core;
+        let uses_cores = req.uses_level(lama::level::Level::Core);
         if uses_cores && topo.threads_as_cores() && st.warning.is_none() && st.nodeid == 0 {
             st.warning = Some(format!(
                 "node {} has no cores in hwloc's description: each hardware thread counts as a core",

@@ -449,8 +449,7 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
     }
     let nodes: Vec<&NodeTopology> = per_node.iter().map(|&i| &models[i].0).collect();
     // A machine without Core objects: "core" is a hardware thread there (said once).
-    let uses_cores =
-        req.map.contains(&lama::level::Level::Core) || req.bind.level == lama::level::Level::Core;
+    let uses_cores = req.uses_level(lama::level::Level::Core);
     if let Some(n) = nodes
         .iter()
         .find(|n| n.threads_as_cores())

@@ -467,6 +467,11 @@ impl Request {
         })
     }
 
+    /// Whether the map or the binding names `level`.
+    pub fn uses_level(&self, level: Level) -> bool {
+        self.map.contains(&level) || self.bind.level == level
+    }
+
     /// The map as a token string.
     pub fn map_string(&self) -> String {
         self.map.iter().map(|l| l.token()).collect()
