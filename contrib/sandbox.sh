@@ -20,6 +20,8 @@
 #   default each sandbox keeps its own in $LAMA_SANDBOX/cache),
 #   LAMA_SANDBOX_NODE (the NodeName hardware line, default this machine's sockets/cores/threads),
 #   LAMA_SANDBOX_TOPOLOGY (an hwloc XML: declare the nodes with its sockets/cores/threads),
+#   LAMA_SANDBOX_MEMORY (RealMemory= of each node in MB, so that jobs may ask for memory; default
+#   none declared, which Slurm counts as 1 MB),
 #   LAMA_SANDBOX_SLURMD_ENV (extra VAR=value words for the slurmd environment, e.g. HWLOC_XMLFILE=...),
 #   LAMA_SANDBOX_PORT (port base, default 16800: slurmctld on base+17, slurmd on base+101..base+100+N),
 #   LAMA_SANDBOX_CGROUP=1 (the usual site setting: proctrack/cgroup, TaskPlugin=task/affinity,task/cgroup,
@@ -40,6 +42,8 @@ dir=${LAMA_SANDBOX:-/tmp/lama-sandbox}
 count=${LAMA_SANDBOX_NODES:-3}
 [[ $count =~ ^[1-9][0-9]*$ ]] && [ "$count" -le 4096 ] ||
   { echo "sandbox: LAMA_SANDBOX_NODES must be a whole number from 1 to 4096, not '$count'" >&2; exit 1; }
+[ -z "${LAMA_SANDBOX_MEMORY:-}" ] || [[ $LAMA_SANDBOX_MEMORY =~ ^[1-9][0-9]{0,7}$ ]] ||
+  { echo "sandbox: LAMA_SANDBOX_MEMORY must be a number of MB, not '$LAMA_SANDBOX_MEMORY'" >&2; exit 1; }
 nodes=()
 for ((i = 1; i <= count; i++)); do nodes+=("n$i"); done
 prefix=${LAMA_SLURM_PREFIX:-}
@@ -75,6 +79,11 @@ alive() {
 }
 
 hardware() {
+  local memory=${LAMA_SANDBOX_MEMORY:+ RealMemory=$LAMA_SANDBOX_MEMORY}
+  cores | sed "s/\$/$memory/"
+}
+
+cores() {
   if [ -n "${LAMA_SANDBOX_NODE:-}" ]; then echo "$LAMA_SANDBOX_NODE"; return; fi
   if [ -n "${LAMA_SANDBOX_TOPOLOGY:-}" ]; then
     local x=$LAMA_SANDBOX_TOPOLOGY np nc nt

@@ -6,7 +6,9 @@
 # Debian's Open MPI and MPICH and of PyPI's Open MPI 5, MPICH 5 and Intel MPI (installed once by
 # contrib/mpi-wheels.sh, cached outside the tree), the docs' srun examples, fault injection, what a
 # failure does to the node, `lama check` on running jobs, a short load, and the scale suite on a
-# sandbox of 64 nodes; then the Flux shell plugin on
+# sandbox of 64 nodes; SchedMD's own expect tests on placement, environment, SPANK and task
+# launch, each run without lama, with its defaults and under a site's policy=auto
+# (tests/schedmd/, beside the guest); then the Flux shell plugin on
 # real Flux instances (flux-core built once by contrib/flux-build.sh, cached outside the tree); a
 # few seconds of fuzzing per target, the packages and the pictures. A qemu guest (contrib/guest.sh:
 # systemd, cgroup v2, two NUMA nodes and three CPU-less memory tiers, hardware threads; its image built once and cached) runs
@@ -51,7 +53,8 @@ if [ -z "${LAMA_SANDBOX_PORT:-}" ]; then
   echo "== sandbox clusters on ports from $base"
 fi
 export LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-$base}
-trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true; rm -f "$log"' EXIT
+trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true; rm -f "$log"
+  [ -z "${schedmd_pid:-}" ] || { kill "$schedmd_pid"; LAMA_SANDBOX=$LAMA_SANDBOX-schedmd contrib/sandbox.sh stop; } >/dev/null 2>&1' EXIT
 cargo test --workspace 2>&1 | tee "$log"
 
 # Slurm prefixes to test besides Debian's packages (built before the header checks, which also
@@ -120,9 +123,34 @@ for r in "${releases[@]}"; do
   ) 2>&1 | sed -E "s/^(not )?ok - /&[Slurm $version] /" | tee -a "$log"
 done
 
+# SchedMD's own tests with lama loaded run on a sandbox of their own while the guest below runs:
+# they spend most of their time waiting for Slurm (sleeps, scheduling), the guest its time on
+# both CPUs, so the two together take little longer than the guest alone.
+echo "== SchedMD's own tests with lama loaded, three times each (tests/schedmd/): started beside the guest"
+schedmd_log=$(mktemp)
+# expect runs them; some compile a program (libnuma's header: test1.90's memory binding).
+contrib/deps.sh expect gcc libc6-dev libnuma-dev
+for schedmd_port in 21800 22800 20800 18800; do
+  LAMA_SANDBOX_PORT=$schedmd_port LAMA_SANDBOX_NODES=3 contrib/sandbox.sh free-port && break
+done
+(
+  export LAMA_SANDBOX=$LAMA_SANDBOX-schedmd LAMA_SANDBOX_PORT=$schedmd_port LAMA_SHARED=$shared
+  for r in "${releases[@]}"; do
+    tests/schedmd/sandbox.sh "$r" "$plugins/$(version_of "$r/include")/liblama_spank.so" tests/schedmd/sandbox.txt
+  done
+) >"$schedmd_log" 2>&1 &
+schedmd_pid=$!
+schedmd_started=$(date +%s)
+
 echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes and memory tiers, hardware threads (contrib/guest.sh)"
 LAMA_GUEST_FLUX=$flux_prefix LAMA_GUEST_FLUX_PLUGIN=target/debug/liblama_flux.so \
   tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
+
+guest_done=$(date +%s)
+wait "$schedmd_pid"
+echo "== SchedMD's own tests with lama loaded: $(( $(date +%s) - schedmd_started )) s, $(( $(date +%s) - guest_done )) s of it after the guest"
+tee -a "$log" <"$schedmd_log"
+rm -f "$schedmd_log"
 
 echo "== the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh)"
 tests/flux/plugin.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# SchedMD's own regression tests (the expect tests of a Slurm release's testsuite) run three times
+# on a running cluster: without lama, with lama as the README installs it (no arguments: TASK_MAP
+# only), and with a site's `policy=auto`. Each test's outcome (pass, fail, skip, with Slurm's
+# reason) is compared across the three runs:
+#   - a test that passes without lama and fails with lama's default arguments is a lama defect;
+#   - under policy=auto a test may differ only where the admin guide's section "Slurm's own tests
+#     with lama loaded" names it (lama's documented placement replacing Slurm's default binding).
+# A test's three runs follow each other (plugstack.conf rewritten between them: srun and
+# slurmstepd read it anew for every step), so a slow moment of the machine falls on one test, not
+# on one of the three runs. A run that differs is run once more, in the same order, before it
+# counts: a test that agrees on the second try is listed as unsteady, not as a difference.
+#
+# Usage: tests/schedmd/differential.sh TESTSUITE PLUGIN PLUGSTACK TESTS_FILE|TEST...|--all
+#   TESTSUITE  SchedMD's testsuite tarball, or a folder of them (../shared/vendor/slurm-testsuite/):
+#              then the one of the cluster's release, or else the newest one older than it
+#              (SchedMD's 25.11 and 26.05 release tags carry no expect tests: 26.05 runs 24.11.5's)
+#   PLUGIN     the lama plugin built for this Slurm
+#   PLUGSTACK  the cluster's plugstack.conf (rewritten for each run, restored at the end)
+#   TESTS_FILE a file naming tests one per line (# starts a comment), or the tests themselves;
+#   --all      every test1.* (srun), test7.* (SPANK, prolog, environment), test15.* (salloc) and
+#              test17.* (sbatch) expect test of the testsuite
+# Environment: SLURM_CONF (the cluster's slurm.conf; PATH must find its Slurm first),
+#   LAMA_SCHEDMD_ARGS (more plugin arguments for both lama runs, e.g. the sandbox's cache=DIR),
+#   LAMA_SCHEDMD_OUT (keep each run's log and the table there; default a temporary folder),
+#   LAMA_SCHEDMD_TIMEOUT (seconds a test may take, default 600),
+#   LAMA_SCHEDMD_GUIDE (the admin guide listing the explained differences, default the tree's),
+#   LAMA_SCHEDMD_WHERE (where the cluster runs, for the ok lines: sandbox, guest, ...).
+# Prints one "ok - ..." or "not ok - ..." line per rule and per difference, the table as comments.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+suite=$1 plugin=$(realpath "$2") plugstack=$3
+shift 3
+guide=${LAMA_SCHEDMD_GUIDE:-$top/docs/admin-guide.md}
+limit=${LAMA_SCHEDMD_TIMEOUT:-600}
+args=${LAMA_SCHEDMD_ARGS:-}
+out=${LAMA_SCHEDMD_OUT:-}
+work=$(mktemp -d /tmp/lama-schedmd.XXXXXX)
+[ -n "$out" ] || out=$work/out
+mkdir -p "$out"
+saved=$work/plugstack.saved
+cp "$plugstack" "$saved" 2>/dev/null || : >"$saved"
+trap 'cp "$saved" "$plugstack"; scancel -u "$(id -un)" >/dev/null 2>&1; rm -rf "$work"' EXIT
+
+release=$(srun --version | awk '{print $2}')
+release=${release%%-*}
+if [ -d "$suite" ] && [ ! -d "$suite/testsuite" ]; then
+  for t in $(ls "$suite"/slurm-*-testsuite.tar.* 2>/dev/null | sort -V); do
+    v=$(sed -E 's/.*slurm-([0-9.]+)-testsuite.*/\1/' <<<"$t")
+    [ "$(printf '%s\n%s\n' "$v" "$release" | sort -V | head -n 1)" != "$v" ] || chosen=$t
+  done
+  [ -n "${chosen:-}" ] || { echo "not ok - SchedMD's testsuite of Slurm $release or older in $suite"; exit 0; }
+  suite=$chosen
+fi
+
+# The testsuite, unpacked where its tests may write (each makes testN.M.dir beside itself).
+if [ -d "$suite" ]; then
+  cp -r "$suite" "$work/slurm"
+else
+  mkdir "$work/slurm" && tar -xf "$suite" -C "$work/slurm" --strip-components=1 ||
+    { echo "not ok - SchedMD's testsuite unpacks ($suite)"; exit 0; }
+fi
+expect_dir=$work/slurm/testsuite/expect
+[ -f "$expect_dir/globals" ] || { echo "not ok - no expect/globals in $suite"; exit 0; }
+suite_version=$(sed -nE 's/.*slurm-([0-9]+\.[0-9]+\.[0-9]+).*/\1/p' <<<"$(basename "$suite")")
+if [ $# -eq 1 ] && [ "$1" = --all ]; then
+  mapfile -t tests < <(ls "$expect_dir" | grep -E '^test(1|7|15|17)\.[0-9]+$' | sort -V)
+elif [ $# -eq 1 ] && [ -f "$1" ]; then
+  mapfile -t tests < <(sed 's/#.*//; s/[[:space:]]//g; /^$/d' "$1")
+else
+  tests=("$@")
+fi
+[ ${#tests[@]} -gt 0 ] || { echo "not ok - no SchedMD test named"; exit 0; }
+command -v expect >/dev/null || "$top/contrib/deps.sh" expect >/dev/null
+
+# The installed Slurm, seen through a prefix of its own: Debian's commands answer --version with
+# "slurm-wlm 22.05.8", which tests that compare versions (test1.3, test7.11, ...) cannot parse,
+# so there the prefix's commands say "slurm 22.05.8" for --version and -V and are Slurm's
+# own for everything else (exec, so signals and exit codes are untouched; bash, not dash, which
+# would drop variables such as test1.28's TEST_ENV_1.28 whose names are not a shell's).
+real=$(dirname "$(dirname "$(command -v srun)")")
+prefix=$work/prefix
+mkdir -p "$prefix/bin"
+for d in sbin include lib lib64 share etc; do [ -e "$real/$d" ] && ln -s "$real/$d" "$prefix/$d"; done
+for cmd in "$real"/bin/s*; do
+  name=$(basename "$cmd")
+  if srun --version | grep -q '^slurm-wlm '; then
+    printf '#!/bin/bash\ncase "$*" in -V|--version|-V\\ *|--version\\ *) "%s" "$@" | sed "s/^slurm-wlm /slurm /"; exit ;; esac\nexec "%s" "$@"\n' "$cmd" "$cmd" >"$prefix/bin/$name"
+    chmod +x "$prefix/bin/$name"
+  else
+    ln -s "$cmd" "$prefix/bin/$name"
+  fi
+done
+# Test programs that include the build tree's config.h (test1.89, test1.91) use nothing from
+# it: an empty one stands in for a build tree an installed Slurm does not have.
+mkdir -p "$work/build" && echo '/* no build tree: nothing of it is used */' >"$work/build/config.h"
+printf 'SlurmInstallDir=%s\nSlurmBuildDir=%s\nSlurmConfigDir=%s\n' "$prefix" "$work/build" "$(dirname "$SLURM_CONF")" >"$work/testsuite.conf"
+export SLURM_TESTSUITE_CONF=$work/testsuite.conf
+# No colours in the logs, and Slurm's cleanup even after a failure.
+printf 'set testsuite_colorize false\nset testsuite_cleanup_on_failure true\n' >"$expect_dir/globals.local"
+label="Slurm $release, SchedMD's $suite_version tests${LAMA_SCHEDMD_WHERE:+, $LAMA_SCHEDMD_WHERE}"
+
+modes=(none default auto)
+line_of() {
+  case $1 in
+    none) : ;;
+    default) echo "required $plugin $args" ;;
+    auto) echo "required $plugin policy=auto $args" ;;
+  esac
+}
+# A log line as its message alone: no time stamp, level or call stack.
+clean='s/^\[[^]]*\] +[A-Za-z]+ +//; s/ \([a-z_]+@[^)]*\)$//; s/^Command "([^ "]*\/)?([^ "]+)[^"]*" failed/\2 failed/'
+# One run of TEST in MODE: prints "pass", "fail" or "skip", then Slurm's reason.
+run_one() {
+  local test=$1 mode=$2 log=$out/$1.$2.log rc reason
+  line_of "$mode" >"$plugstack"
+  (cd "$expect_dir" && timeout -k 10 "$limit" expect "$test") >"$log" 2>&1 </dev/null
+  rc=$?
+  scancel -u "$(id -un)" >/dev/null 2>&1
+  case $rc in
+    0) echo pass; return ;;
+    255)
+      reason=$(grep -E '\((skip|subskip)@' "$log" | sed -E "$clean; s/^Subtest +[0-9]+ skipped +: +//; s/^Skipping testproc [0-9]+: +//" |
+        sort -u | head -n 2 | paste -sd';' -)
+      echo skip ;;
+    124 | 137) echo fail; echo "timed out after $limit s"; return ;;
+    *) reason=$(grep -m 1 -E '\((fail|subfail)@|^\[[^]]*\] (Fatal|Error) ' "$log"); echo fail ;;
+  esac
+  [ -n "$reason" ] || reason=$(grep -m 1 -E 'INCOMPLETE: |exception|error' "$log")
+  sed -E "$clean" <<<"${reason:-exit status $rc}" | cut -c1-200
+}
+
+table=$out/table.tsv
+: >"$table"
+started=$(date +%s)
+for t in "${tests[@]}"; do
+  [ -f "$expect_dir/$t" ] || { printf '%s\tabsent\tabsent\tabsent\t0\tnot in this testsuite\n' "$t" >>"$table"; continue; }
+  t0=$(date +%s)
+  declare -A got=() why=()
+  for m in "${modes[@]}"; do
+    r=$(run_one "$t" "$m")
+    got[$m]=$(head -n 1 <<<"$r") why[$m]=$(sed -n 2p <<<"$r")
+  done
+  note=""
+  # A difference counts only when a second round of the three shows it again.
+  if [ "${got[none]}" != "${got[default]}" ] || [ "${got[none]}" != "${got[auto]}" ]; then
+    first="${got[none]}/${got[default]}/${got[auto]}"
+    for m in "${modes[@]}"; do
+      r=$(run_one "$t" "$m")
+      got[$m]=$(head -n 1 <<<"$r") why[$m]=$(sed -n 2p <<<"$r")
+    done
+    again="${got[none]}/${got[default]}/${got[auto]}"
+    [ "$first" = "$again" ] || note="unsteady: $first, then $again"
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s|%s|%s|%s\n' "$t" "${got[none]}" "${got[default]}" "${got[auto]}" \
+    $(($(date +%s) - t0)) "${why[none]}" "${why[default]}" "${why[auto]}" "$note" >>"$table"
+done
+took=$(($(date +%s) - started))
+
+# The tests the admin guide explains under policy=auto.
+explained=$(awk '/^## Slurm.s own tests with lama loaded/ { on = 1; next } /^## / { on = 0 }
+  on && /^\| `test[0-9]/ { gsub(/[`| ]/, "", $2); print $2 }' FS='|' "$guide" | sort -u)
+
+count() { awk -F'\t' -v c="$1" -v o="$2" '$c == o' "$table" | wc -l; }
+echo "# $label: ${#tests[@]} tests, each run without lama / with lama's defaults / under policy=auto, in $took s"
+for o in pass fail skip; do
+  printf '#   %s: %d / %d / %d\n' "$o" "$(count 2 $o)" "$(count 3 $o)" "$(count 4 $o)"
+done
+bad=0
+while IFS=$'\t' read -r t none def auto secs reasons; do
+  IFS='|' read -r rn rd ra note <<<"$reasons"
+  [ -z "$note" ] || echo "#   $t $note (counted as the second round)"
+  if [ "$none" = pass ] && [ "$def" != pass ]; then
+    bad=1
+    echo "not ok - [$label] $t passes without lama and ${def}s with lama's default arguments: $rd"
+  fi
+  if [ "$none" != "$auto" ]; then
+    if grep -qxF "$t" <<<"$explained"; then
+      echo "ok - [$label] $t: $none without lama, $auto under policy=auto, as the admin guide explains${ra:+ ($ra)}"
+    else
+      bad=1
+      echo "not ok - [$label] $t: $none without lama, $auto under policy=auto, which the admin guide does not explain: ${ra:-$rn}"
+    fi
+  fi
+done <"$table"
+if [ $bad = 0 ]; then
+  echo "ok - [$label] no test that passes without lama fails with lama's default arguments or differs unexplained under policy=auto ($(count 2 pass) pass, $(count 2 fail) fail, $(count 2 skip) skip without lama)"
+fi
+# What does not pass even without lama, with Slurm's reason.
+awk -F'\t' '$2 != "pass" { split($6, r, "|"); printf "#   %s: %s without lama, %s with its defaults, %s under policy=auto: %s\n", $1, $2, $3, $4, r[1] }' "$table"

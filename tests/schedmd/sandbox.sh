@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SchedMD's expect tests with lama loaded (tests/schedmd/differential.sh) on a sandbox cluster of
+# its own: three nodes with the usual site settings (proctrack/cgroup, task/affinity,task/cgroup,
+# ConstrainCores) and memory declared, so that jobs may ask for some, with SchedMD's testsuites
+# in ../shared/vendor/slurm-testsuite.
+# Usage: tests/schedmd/sandbox.sh PREFIX PLUGIN TESTS_FILE|TEST...|--all
+#   PREFIX  the Slurm to run (/usr for Debian's packages, or a prefix of contrib/slurm-build.sh)
+#   PLUGIN  lama's plugin built for it
+# Environment: LAMA_SHARED (the shared folder), LAMA_SANDBOX and LAMA_SANDBOX_PORT (this
+#   cluster's state directory and ports; defaults /tmp/lama-sandbox-schedmd and 21800),
+#   and differential.sh's.
+# Prints differential.sh's lines, and the time this took.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+prefix=$1 plugin=$(realpath "$2")
+shift 2
+shared=${LAMA_SHARED:-$top/../shared}
+started=$(date +%s)
+export LAMA_SANDBOX=${LAMA_SANDBOX:-/tmp/lama-sandbox-schedmd} LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-21800}
+[ "$prefix" = /usr ] || export LAMA_SLURM_PREFIX=$prefix PATH=$prefix/bin:$prefix/sbin:$PATH
+release=$("$top/contrib/slurm-version.sh" "$prefix/include")
+
+log=$(mktemp)
+trap '"$top/contrib/sandbox.sh" stop >/dev/null 2>&1; rm -f "$log"' EXIT
+"$top/contrib/sandbox.sh" stop >/dev/null 2>&1
+if ! LAMA_SANDBOX_CGROUP=1 LAMA_SANDBOX_MEMORY=1000 "$top/contrib/sandbox.sh" start >"$log" 2>&1; then
+  echo "not ok - [Slurm $release] a sandbox cluster for SchedMD's tests starts"
+  sed 's/^/#   /' "$log"
+  exit 0
+fi
+export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
+LAMA_SCHEDMD_ARGS="cache=$LAMA_SANDBOX/cache" LAMA_SCHEDMD_WHERE=sandbox \
+  "$top/tests/schedmd/differential.sh" "$shared/vendor/slurm-testsuite" "$plugin" "$LAMA_SANDBOX/plugstack.conf" "$@"
+echo "# SchedMD's tests on Slurm $release (sandbox): $(($(date +%s) - started)) s"
