@@ -128,8 +128,9 @@ done
 # both CPUs, so the two together take little longer than the guest alone.
 echo "== SchedMD's own tests with lama loaded, three times each (tests/schedmd/): started beside the guest"
 schedmd_log=$(mktemp)
-# expect runs them; some compile a program (libnuma's header: test1.90's memory binding).
-contrib/deps.sh expect gcc libc6-dev libnuma-dev
+# expect and pytest run them (ATF needs requests, pexpect and sudo); some compile a program
+# (libnuma's header: test1.90's memory binding).
+contrib/deps.sh expect gcc libc6-dev libnuma-dev python3-pytest python3-requests python3-pexpect sudo
 for schedmd_port in 21800 22800 20800 18800; do
   LAMA_SANDBOX_PORT=$schedmd_port LAMA_SANDBOX_NODES=3 contrib/sandbox.sh free-port && break
 done

@@ -100,6 +100,8 @@ if [ "$(sinfo -h -o %T)" != idle ]; then
   exit 0
 fi
 echo "# Slurm $release in the guest: $(nproc) CPUs, $(ls -d /sys/devices/system/node/node* | wc -l) NUMA nodes, $(stat -fc %T /sys/fs/cgroup)"
+# LAMA_GUEST_SETUP_ONLY=1: Slurm is left running for other tests (contrib/schedmd-tests.sh).
+[ "${LAMA_GUEST_SETUP_ONLY:-}" != 1 ] || exit 0
 
 # Each task's view, one line: task, its CPUs, the step's cgroup CPUs, its cgroup, the NUMA nodes
 # its pages are bound to (numa_maps), and the GPU variables.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# SchedMD's own regression tests (the expect tests of a Slurm release's testsuite) run three times
-# on a running cluster: without lama, with lama as the README installs it (no arguments: TASK_MAP
+# SchedMD's own regression tests (the expect and Python tests of a Slurm release's testsuite) run
+# three times on a running cluster: without lama, with lama as the README installs it (no arguments: TASK_MAP
 # only), and with a site's `policy=auto`. Each test's outcome (pass, fail, skip, with Slurm's
 # reason) is compared across the three runs:
 #   - a test that passes without lama and fails with lama's default arguments is a lama defect;
@@ -17,9 +17,11 @@
 #              (SchedMD's 25.11 and 26.05 release tags carry no expect tests: 26.05 runs 24.11.5's)
 #   PLUGIN     the lama plugin built for this Slurm
 #   PLUGSTACK  the cluster's plugstack.conf (rewritten for each run, restored at the end)
-#   TESTS_FILE a file naming tests one per line (# starts a comment), or the tests themselves;
+#   TESTS_FILE a file naming tests one per line (# starts a comment), or the tests themselves:
+#              testN.M for an expect test, python/tests/PATH.py for a Python test (pytest, in
+#              ATF's local-config mode: a test that needs another configuration skips);
 #   --all      every test1.* (srun), test7.* (SPANK, prolog, environment), test15.* (salloc) and
-#              test17.* (sbatch) expect test of the testsuite
+#              test17.* (sbatch) expect test of the testsuite, and every Python test
 # Environment: SLURM_CONF (the cluster's slurm.conf; PATH must find its Slurm first),
 #   LAMA_SCHEDMD_ARGS (more plugin arguments for both lama runs, e.g. the sandbox's cache=DIR),
 #   LAMA_SCHEDMD_OUT (keep each run's log and the table there; default a temporary folder),
@@ -64,14 +66,15 @@ expect_dir=$work/slurm/testsuite/expect
 [ -f "$expect_dir/globals" ] || { echo "not ok - no expect/globals in $suite"; exit 0; }
 suite_version=$(sed -nE 's/.*slurm-([0-9]+\.[0-9]+\.[0-9]+).*/\1/p' <<<"$(basename "$suite")")
 if [ $# -eq 1 ] && [ "$1" = --all ]; then
-  mapfile -t tests < <(ls "$expect_dir" | grep -E '^test(1|7|15|17)\.[0-9]+$' | sort -V)
-elif [ $# -eq 1 ] && [ -f "$1" ]; then
+  mapfile -t tests < <(ls "$expect_dir" | grep -E '^test(1|7|15|17)\.[0-9]+$' | sort -V
+    cd "$work/slurm/testsuite" && find python/tests -name 'test_*.py' | sort -V)
+elif [ $# -eq 1 ] && [ -e "$1" ] && [ ! -d "$1" ]; then
   mapfile -t tests < <(sed 's/#.*//; s/[[:space:]]//g; /^$/d' "$1")
 else
   tests=("$@")
 fi
 [ ${#tests[@]} -gt 0 ] || { echo "not ok - no SchedMD test named"; exit 0; }
-command -v expect >/dev/null || "$top/contrib/deps.sh" expect >/dev/null
+"$top/contrib/deps.sh" expect python3-pytest python3-requests python3-pexpect sudo >/dev/null
 
 # The installed Slurm, seen through a prefix of its own: Debian's commands answer --version with
 # "slurm-wlm 22.05.8", which tests that compare versions (test1.3, test7.11, ...) cannot parse,
@@ -114,6 +117,15 @@ clean='s/^\[[^]]*\] +[A-Za-z]+ +//; s/ \([a-z_]+@[^)]*\)$//; s/^Command "([^ "]*
 run_one() {
   local test=$1 mode=$2 log=$out/$1.$2.log rc reason
   line_of "$mode" >"$plugstack"
+  if [[ $test == python/* ]]; then
+    log=$out/$(tr / _ <<<"${test#python/tests/}").$mode.log
+    (cd "$work/slurm/testsuite/python" && timeout -k 10 "$limit" pytest-3 -q -rsfE -p no:cacheprovider \
+      "${test#python/}") >"$log" 2>&1 </dev/null
+    rc=$?
+    scancel -u "$(id -un)" >/dev/null 2>&1
+    python_outcome "$log" "$rc"
+    return
+  fi
   (cd "$expect_dir" && timeout -k 10 "$limit" expect "$test") >"$log" 2>&1 </dev/null
   rc=$?
   scancel -u "$(id -un)" >/dev/null 2>&1
@@ -130,11 +142,31 @@ run_one() {
   sed -E "$clean" <<<"${reason:-exit status $rc}" | cut -c1-200
 }
 
+# A pytest run's outcome from its summary line ("1 failed, 3 passed, 2 skipped in 9.1s"): fail
+# when anything failed or erred, pass when something passed, else skip; then the reason.
+python_outcome() {
+  local log=$1 rc=$2 summary
+  summary=$(tail -n 1 "$log")
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo fail; echo "timed out after $limit s"
+  elif [[ $summary =~ [0-9]+\ (failed|error) ]] || ! [[ $summary =~ [0-9]+\ (passed|skipped) ]]; then
+    echo fail
+    grep -m 1 -E '^(FAILED|ERROR) ' "$log" | sed -E 's/^(FAILED|ERROR) [^ ]+ - //' | cut -c1-200 | grep . || tail -n 1 "$log" | cut -c1-200
+  elif [[ $summary =~ [0-9]+\ passed ]]; then
+    echo pass
+  else
+    echo skip
+    grep -E '^SKIPPED ' "$log" | sed -E 's/^SKIPPED \[[0-9]+\] [^ ]+: //' | sort -u | head -n 2 | paste -sd';' - | cut -c1-200
+  fi
+}
+
 table=$out/table.tsv
 : >"$table"
+# Tests of the list this testsuite does not have (a list may name both releases' Python tests).
+absent=()
 started=$(date +%s)
 for t in "${tests[@]}"; do
-  [ -f "$expect_dir/$t" ] || { printf '%s\tabsent\tabsent\tabsent\t0\tnot in this testsuite\n' "$t" >>"$table"; continue; }
+  [ -f "$expect_dir/$t" ] || [ -f "$work/slurm/testsuite/$t" ] || { absent+=("$t"); continue; }
   t0=$(date +%s)
   declare -A got=() why=()
   for m in "${modes[@]}"; do
@@ -162,11 +194,16 @@ explained=$(awk '/^## Slurm.s own tests with lama loaded/ { on = 1; next } /^## 
   on && /^\| `test[0-9]/ { gsub(/[`| ]/, "", $2); print $2 }' FS='|' "$guide" | sort -u)
 
 count() { awk -F'\t' -v c="$1" -v o="$2" '$c == o' "$table" | wc -l; }
-echo "# $label: ${#tests[@]} tests, each run without lama / with lama's defaults / under policy=auto, in $took s"
+[ ${#absent[@]} -eq 0 ] || echo "# not in SchedMD's $suite_version tests: ${absent[*]}"
+echo "# $label: $(wc -l <"$table") tests, each run without lama / with lama's defaults / under policy=auto, in $took s"
 for o in pass fail skip; do
   printf '#   %s: %d / %d / %d\n' "$o" "$(count 2 $o)" "$(count 3 $o)" "$(count 4 $o)"
 done
 bad=0
+if [ ! -s "$table" ]; then
+  bad=1
+  echo "not ok - [$label] none of the ${#tests[@]} tests named is in SchedMD's $suite_version tests"
+fi
 while IFS=$'\t' read -r t none def auto secs reasons; do
   IFS='|' read -r rn rd ra note <<<"$reasons"
   [ -z "$note" ] || echo "#   $t $note (counted as the second round)"
