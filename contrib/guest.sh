@@ -19,8 +19,8 @@
 #   LAMA_GUEST_ACCEL (kvm or tcg; default: kvm when qemu starts with /dev/kvm and the guest
 #   boots in 2 minutes, else tcg),
 #   LAMA_GUEST_PORT (the first host port to try for the guest's ssh, default 2222),
-#   LAMA_GUEST_EXTRA (more Debian packages in the image, e.g. "expect gcc" for SchedMD's tests
-#   in contrib/schedmd-tests.sh; an image of its own, cached like the others).
+#   LAMA_GUEST_EXTRA (more Debian packages in the image, or "schedmd": what SchedMD's expect and
+#   Python tests need (tests/schedmd/); an image of its own, cached like the others).
 #
 # /dev/kvm may exist and still not boot Debian's kernel (a nested PVM device fails on
 # `-cpu host`): then TCG runs it, slowly (ssh answers 2-3 minutes after start). Under TCG the
@@ -47,7 +47,10 @@ case $dist in
   trixie) release=13 packages=("${common[@]}") cmdline=(nohz=off) ;;
   *) echo "guest: LAMA_GUEST_DIST must be bookworm or trixie, not '$dist'" >&2; exit 2 ;;
 esac
-for p in ${LAMA_GUEST_EXTRA:-}; do
+extra=${LAMA_GUEST_EXTRA:-}
+[ "$extra" != schedmd ] ||
+  extra="xz-utils expect gcc libc6-dev libnuma-dev python3-pytest python3-requests python3-pexpect sudo"
+for p in $extra; do
   [[ $p =~ ^[a-z0-9][a-z0-9+.-]+$ ]] || { echo "guest: LAMA_GUEST_EXTRA names Debian packages, not '$p'" >&2; exit 2; }
   packages+=("$p")
 done

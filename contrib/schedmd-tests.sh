@@ -37,7 +37,7 @@ contrib/deps.sh
 contrib/deps.sh expect gcc libc6-dev libnuma-dev python3-pytest python3-requests python3-pexpect sudo
 # What the guests need besides their usual packages (an image of its own, which every call of
 # contrib/guest.sh names through this variable).
-export LAMA_GUEST_EXTRA="expect gcc libc6-dev libnuma-dev python3-pytest python3-requests python3-pexpect sudo"
+export LAMA_GUEST_EXTRA=schedmd
 guest_env=(LAMA_SCHEDMD_TIMEOUT="${LAMA_SCHEDMD_TIMEOUT:-600}")
 
 # The plugins of every release, where a guest sees them too (the repository is shared).
@@ -61,10 +61,11 @@ in_guest() {
   LAMA_GUEST_DIST=$dist contrib/guest.sh ssh "$run" env "$@" LAMA_GUEST_SETUP_ONLY=1 \
     bash "$top/tests/guest/suite.sh" "$prefix" /bin/true "$plugin" "$top" ||
     { echo "not ok - Slurm $version set up in the $dist guest"; return; }
-  LAMA_GUEST_DIST=$dist contrib/guest.sh ssh "$run" env "${guest_env[@]}" SLURM_CONF=/etc/slurm/slurm.conf \
-    PATH="$prefix/bin:$prefix/sbin:/usr/bin:/usr/sbin:/bin:/sbin" LAMA_SCHEDMD_OUT=/root/schedmd-$version \
+  # ssh joins its arguments into one command line: each is quoted for the guest's shell.
+  LAMA_GUEST_DIST=$dist contrib/guest.sh ssh "$run" "$(printf '%q ' env "${guest_env[@]}" SLURM_CONF=/etc/slurm/slurm.conf \
+    PATH="$prefix/bin:$prefix/sbin:/usr/bin:/usr/sbin:/bin:/sbin" LAMA_SCHEDMD_OUT="/root/schedmd-$version" \
     LAMA_SCHEDMD_WHERE="$dist guest" bash "$top/tests/schedmd/differential.sh" "$suites" "$plugin" \
-    /etc/slurm/plugstack.conf "${tests[@]}"
+    /etc/slurm/plugstack.conf "${tests[@]}")"
   mkdir -p "$out/$version"
   LAMA_GUEST_DIST=$dist contrib/guest.sh ssh "$run" cat "/root/schedmd-$version/table.tsv" >"$out/$version/table.tsv"
 }

@@ -50,7 +50,7 @@ if [ -z "${LAMA_SANDBOX_PORT:-}" ]; then
   for base in 26800 27800 28800 29800 30800 19800; do
     LAMA_SANDBOX_PORT=$base LAMA_SANDBOX_NODES=256 contrib/sandbox.sh free-port && break
   done
-  echo "== sandbox clusters on ports from $base"
+  echo "== sandbox clusters on ports from $base [at $(( $(date +%s) - started )) s]"
 fi
 export LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-$base}
 trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true; rm -f "$log"
@@ -64,7 +64,7 @@ if [ "$tarballs" != none ]; then
   for t in $tarballs; do prefixes+=("$(contrib/slurm-build.sh "$t")"); done
 fi
 
-echo "== the plugin built against every Slurm header set"
+echo "== the plugin built against every Slurm header set [at $(( $(date +%s) - started )) s]"
 plugins=$top/target/plugins
 includes=(/usr/include)
 for d in "$shared"/vendor/slurm-headers/*/; do [ -f "$d/slurm/spank.h" ] && includes+=("${d%/}"); done
@@ -75,6 +75,14 @@ cargo build --quiet -p lama-cli
 # flux-core (built once, cached) and the Flux plugin: Flux inside an allocation is a cluster test.
 flux_prefix=$(contrib/flux-build.sh)
 cargo build --quiet -p lama-flux
+
+# A suite's lines, then the seconds it took (where the test command's time goes).
+timed() {
+  local t
+  t=$(date +%s)
+  "$@"
+  echo "# $(basename "$1"): $(($(date +%s) - t)) s"
+}
 
 # Each release's cluster tests load the plugin built against that release's headers; the
 # plugin of another tested release must be refused.
@@ -95,7 +103,7 @@ for r in "${releases[@]}"; do
   mkdir -p "$(dirname "$release_plugin")"
   SLURM_INCLUDE_DIR=$include cargo build --release --quiet -p lama-spank &&
     cp target/release/liblama_spank.so "$release_plugin"
-  echo "== tests against real Slurm $version daemons (sandbox cluster)"
+  echo "== tests against real Slurm $version daemons (sandbox cluster) [at $(( $(date +%s) - started )) s]"
   (
     if [ "$r" != /usr ]; then
       export LAMA_SLURM_PREFIX=$r PATH=$r/bin:$r/sbin:$PATH
@@ -103,22 +111,22 @@ for r in "${releases[@]}"; do
     contrib/sandbox.sh stop >/dev/null 2>&1 || true
     LAMA_SANDBOX_PLUGIN="required $plugin" contrib/sandbox.sh start
     export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
-    tests/slurm/layouts.sh target/debug/lama
-    tests/slurm/plugin.sh target/debug/lama "$plugin" "$release_plugin"
-    tests/slurm/hostfile.sh target/debug/lama "$plugin"
-    tests/slurm/hostile.sh target/debug/lama "$plugin"
-    tests/slurm/configs.sh target/debug/lama "$plugin" $other
-    tests/slurm/mpi.sh target/debug/lama "$plugin"
-    tests/slurm/launchers.sh target/debug/lama "$plugin"
-    tests/slurm/flux.sh target/debug/lama "$plugin" target/debug/liblama_flux.so "$flux_prefix"
-    tests/slurm/policy.sh target/debug/lama "$plugin"
-    tests/slurm/beside.sh target/debug/lama "$plugin"
-    tests/slurm/docs.sh target/debug/lama "$plugin"
-    tests/slurm/faults.sh target/debug/lama "$plugin"
-    tests/slurm/failures.sh target/debug/lama "$plugin"
-    tests/slurm/check.sh target/debug/lama "$plugin"
-    tests/slurm/load.sh target/debug/lama "$plugin"
-    tests/slurm/scale.sh target/debug/lama "$plugin"
+    timed tests/slurm/layouts.sh target/debug/lama
+    timed tests/slurm/plugin.sh target/debug/lama "$plugin" "$release_plugin"
+    timed tests/slurm/hostfile.sh target/debug/lama "$plugin"
+    timed tests/slurm/hostile.sh target/debug/lama "$plugin"
+    timed tests/slurm/configs.sh target/debug/lama "$plugin" $other
+    timed tests/slurm/mpi.sh target/debug/lama "$plugin"
+    timed tests/slurm/launchers.sh target/debug/lama "$plugin"
+    timed tests/slurm/flux.sh target/debug/lama "$plugin" target/debug/liblama_flux.so "$flux_prefix"
+    timed tests/slurm/policy.sh target/debug/lama "$plugin"
+    timed tests/slurm/beside.sh target/debug/lama "$plugin"
+    timed tests/slurm/docs.sh target/debug/lama "$plugin"
+    timed tests/slurm/faults.sh target/debug/lama "$plugin"
+    timed tests/slurm/failures.sh target/debug/lama "$plugin"
+    timed tests/slurm/check.sh target/debug/lama "$plugin"
+    timed tests/slurm/load.sh target/debug/lama "$plugin"
+    timed tests/slurm/scale.sh target/debug/lama "$plugin"
     contrib/sandbox.sh stop >/dev/null
   ) 2>&1 | sed -E "s/^(not )?ok - /&[Slurm $version] /" | tee -a "$log"
 done
@@ -126,7 +134,7 @@ done
 # SchedMD's own tests with lama loaded run on a sandbox of their own while the guest below runs:
 # they spend most of their time waiting for Slurm (sleeps, scheduling), the guest its time on
 # both CPUs, so the two together take little longer than the guest alone.
-echo "== SchedMD's own tests with lama loaded, three times each (tests/schedmd/): started beside the guest"
+echo "== SchedMD's own tests with lama loaded, three times each (tests/schedmd/): started beside the guest [at $(( $(date +%s) - started )) s]"
 schedmd_log=$(mktemp)
 # expect and pytest run them (ATF needs requests, pexpect and sudo); some compile a program
 # (libnuma's header: test1.90's memory binding).
@@ -143,34 +151,34 @@ done
 schedmd_pid=$!
 schedmd_started=$(date +%s)
 
-echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes and memory tiers, hardware threads (contrib/guest.sh)"
+echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes and memory tiers, hardware threads (contrib/guest.sh) [at $(( $(date +%s) - started )) s]"
 LAMA_GUEST_FLUX=$flux_prefix LAMA_GUEST_FLUX_PLUGIN=target/debug/liblama_flux.so \
   tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
 
 guest_done=$(date +%s)
 wait "$schedmd_pid"
-echo "== SchedMD's own tests with lama loaded: $(( $(date +%s) - schedmd_started )) s, $(( $(date +%s) - guest_done )) s of it after the guest"
+echo "== SchedMD's own tests with lama loaded: $(( $(date +%s) - schedmd_started )) s, $(( $(date +%s) - guest_done )) s of it after the guest [at $(( $(date +%s) - started )) s]"
 tee -a "$log" <"$schedmd_log"
 rm -f "$schedmd_log"
 
-echo "== the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh)"
-tests/flux/plugin.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
-tests/flux/hardware.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
-tests/flux/shapes.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
+echo "== the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh) [at $(( $(date +%s) - started )) s]"
+timed tests/flux/plugin.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
+timed tests/flux/hardware.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
+timed tests/flux/shapes.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
 
-echo "== fuzzing: every target for a few seconds from its committed corpus (AddressSanitizer)"
-contrib/fuzz.sh 5 2>&1 | sed -E 's/^([a-z_0-9]+) +([0-9]+) .* ok$/ok - fuzz \1: \2 executions, no crash, leak or hang/; s/^([a-z_0-9]+) .*FAILED.*/not ok - fuzz &/' | tee -a "$log"
+echo "== fuzzing: every target for a few seconds from its committed corpus (AddressSanitizer) [at $(( $(date +%s) - started )) s]"
+timed contrib/fuzz.sh 5 2>&1 | sed -E 's/^([a-z_0-9]+) +([0-9]+) .* ok$/ok - fuzz \1: \2 executions, no crash, leak or hang/; s/^([a-z_0-9]+) .*FAILED.*/not ok - fuzz &/' | tee -a "$log"
 
-echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM"
-tests/package.sh | tee -a "$log"
+echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM [at $(( $(date +%s) - started )) s]"
+timed tests/package.sh | tee -a "$log"
 
 # After the packages: target/package holds the one built for Debian 12's 22.05, which Debian 13
 # must refuse.
-echo "== a site on Debian 13: lama built there (hwloc 2.12, Slurm 24.11), its package in a Debian 13 guest on Debian's Slurm 24.11 (tests/trixie/)"
-tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
+echo "== a site on Debian 13: lama built there (hwloc 2.12, Slurm 24.11), its package in a Debian 13 guest on Debian's Slurm 24.11 (tests/trixie/) [at $(( $(date +%s) - started )) s]"
+timed tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
 
-echo "== pictures: lama plan --format svg rendered by headless Chromium"
-tests/pictures.sh target/debug/lama target/pictures | tee -a "$log"
+echo "== pictures: lama plan --format svg rendered by headless Chromium [at $(( $(date +%s) - started )) s]"
+timed tests/pictures.sh target/debug/lama target/pictures | tee -a "$log"
 
 echo "== test command took $(( $(date +%s) - started )) s"
 # One closing line with the totals of every test binary and cluster test.

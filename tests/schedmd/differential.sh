@@ -74,7 +74,7 @@ else
   tests=("$@")
 fi
 [ ${#tests[@]} -gt 0 ] || { echo "not ok - no SchedMD test named"; exit 0; }
-"$top/contrib/deps.sh" expect python3-pytest python3-requests python3-pexpect sudo >/dev/null
+"$top/contrib/deps.sh" xz-utils expect python3-pytest python3-requests python3-pexpect sudo >/dev/null
 
 # The installed Slurm, seen through a prefix of its own: Debian's commands answer --version with
 # "slurm-wlm 22.05.8", which tests that compare versions (test1.3, test7.11, ...) cannot parse,
