@@ -85,9 +85,12 @@ real=$(dirname "$(dirname "$(command -v srun)")")
 prefix=$work/prefix
 mkdir -p "$prefix/bin"
 for d in sbin include lib lib64 share etc; do [ -e "$real/$d" ] && ln -s "$real/$d" "$prefix/$d"; done
-for cmd in "$real"/bin/s*; do
-  name=$(basename "$cmd")
-  if srun --version | grep -q '^slurm-wlm '; then
+debian=$(srun --version | grep -c '^slurm-wlm ')
+for name in sacct sacctmgr salloc sattach sbatch sbcast scancel scontrol scrontab scrun sdiag \
+  sinfo sprio squeue sreport srun sshare sstat strigger; do
+  cmd=$real/bin/$name
+  [ -x "$cmd" ] || continue
+  if [ "$debian" -gt 0 ]; then
     printf '#!/bin/bash\ncase "$*" in -V|--version|-V\\ *|--version\\ *) "%s" "$@" | sed "s/^slurm-wlm /slurm /"; exit ;; esac\nexec "%s" "$@"\n' "$cmd" "$cmd" >"$prefix/bin/$name"
     chmod +x "$prefix/bin/$name"
   else
@@ -119,8 +122,9 @@ run_one() {
   line_of "$mode" >"$plugstack"
   if [[ $test == python/* ]]; then
     log=$out/$(tr / _ <<<"${test#python/tests/}").$mode.log
-    (cd "$work/slurm/testsuite/python" && timeout -k 10 "$limit" pytest-3 -q -rsfE -p no:cacheprovider \
-      "${test#python/}") >"$log" 2>&1 </dev/null
+    # ATF runs Slurm's commands from PATH; COLUMNS keeps pytest's summary lines whole.
+    (cd "$work/slurm/testsuite/python" && PATH=$prefix/bin:$PATH COLUMNS=400 timeout -k 10 "$limit" \
+      pytest-3 -q -rsfE -p no:cacheprovider "${test#python/}") >"$log" 2>&1 </dev/null
     rc=$?
     scancel -u "$(id -un)" >/dev/null 2>&1
     python_outcome "$log" "$rc"
@@ -177,6 +181,8 @@ for t in "${tests[@]}"; do
   # A difference counts only when a second round of the three shows it again.
   if [ "${got[none]}" != "${got[default]}" ] || [ "${got[none]}" != "${got[auto]}" ]; then
     first="${got[none]}/${got[default]}/${got[auto]}"
+    # The first round's logs stay beside the second's.
+    for f in "$out/$(tr / _ <<<"${t#python/tests/}")".*.log; do mv "$f" "${f%.log}.first.log"; done
     for m in "${modes[@]}"; do
       r=$(run_one "$t" "$m")
       got[$m]=$(head -n 1 <<<"$r") why[$m]=$(sed -n 2p <<<"$r")

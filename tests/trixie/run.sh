@@ -4,7 +4,9 @@
 # plans on every shipped XML with this machine's (hwloc 2.9), then boots the trixie guest
 # (contrib/guest.sh with LAMA_GUEST_DIST=trixie), installs the package with dpkg -i, runs the
 # guest suite on Debian's 24.11 under Debian's own units (tests/guest/suite.sh), and the site
-# checks (tests/trixie/site.sh: the README's and the admin guide's lines as written).
+# checks (tests/trixie/site.sh: the README's and the admin guide's lines as written). SchedMD's
+# test7.11 (a second SPANK plugin beside lama) runs there too, without lama, with its defaults and
+# under policy=auto (tests/schedmd/differential.sh; the guest image has what SchedMD's tests need).
 # Usage: tests/trixie/run.sh LAMA OLD_DEB
 #   LAMA this machine's lama; OLD_DEB the package built here for Debian 12's 22.05.
 # Prints one "ok - ..." or "not ok - ..." line per check, and the time each part took.
@@ -13,6 +15,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 lama=$(realpath "$1")
 old=$(realpath "$2")
 started=$(date +%s)
+shared=${LAMA_SHARED:-$top/../shared}
+export LAMA_GUEST_EXTRA=schedmd
 work=$(mktemp -d /tmp/lama-trixie.XXXXXX)
 run=$work/guest
 out=$work/build
@@ -43,7 +47,8 @@ else not_ok "plans in the Debian 13 root" "$(cat "$work/plans.err")"; fi
 
 # --- the Debian 13 guest -----------------------------------------------------------------------
 t=$(date +%s)
-if ! LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" start "$run" "top=$top" "out=$out" "old=$(dirname "$old")" 2>"$work/start.err"; then
+if ! LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" start "$run" "top=$top" "out=$out" "old=$(dirname "$old")" \
+  "s=$(realpath "$shared/vendor/slurm-testsuite")" 2>"$work/start.err"; then
   not_ok "the Debian 13 guest boots" "$(cat "$work/start.err")" "$(tail -n 30 "$run"/console-*.log 2>/dev/null)"
   exit 0
 fi
@@ -56,6 +61,11 @@ if guest "cp /etc/slurm/plugstack.conf /root/plugstack.conf.debian && dpkg -i '$
   guest LAMA_GUEST_UNITS=debian bash "$top/tests/guest/suite.sh" /usr /usr/bin/lama \
     "$(guest dpkg -L lama-slurm | grep '/slurm-wlm/lama\.so$')" "$top" 2>&1
   echo "# the guest suite on Debian 13: $(( $(date +%s) - t )) s"
+  t=$(date +%s)
+  guest "$(printf '%q ' env SLURM_CONF=/etc/slurm/slurm.conf LAMA_SCHEDMD_WHERE="Debian 13 guest" \
+    bash "$top/tests/schedmd/differential.sh" "$(realpath "$shared/vendor/slurm-testsuite")" \
+    "$(guest dpkg -L lama-slurm | grep '/slurm-wlm/lama\.so$')" /etc/slurm/plugstack.conf test7.11)" 2>&1
+  echo "# SchedMD's test7.11 on Debian 13: $(( $(date +%s) - t )) s"
   guest bash "$top/tests/trixie/site.sh" "$top" "$deb" "$old" 2>&1
 else not_ok "dpkg -i of the Debian 13 package in the guest" "$(cat "$work/install.log")"; fi
 echo "# Debian 13 in all: $(( $(date +%s) - started )) s"
