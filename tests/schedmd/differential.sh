@@ -20,6 +20,7 @@
 #   TESTS_FILE a file naming tests one per line (# starts a comment), or the tests themselves:
 #              testN.M for an expect test, python/tests/PATH.py for a Python test (pytest, in
 #              ATF's local-config mode: a test that needs another configuration skips);
+#              a name ending in "!" must pass without lama: a run where it cannot is not ok;
 #   --all      every test1.* (srun), test7.* (SPANK, prolog, environment), test15.* (salloc) and
 #              test17.* (sbatch) expect test of the testsuite, and every Python test
 # Environment: SLURM_CONF (the cluster's slurm.conf; PATH must find its Slurm first),
@@ -79,6 +80,13 @@ else
   tests=("$@")
 fi
 [ ${#tests[@]} -gt 0 ] || { echo "not ok - no SchedMD test named"; exit 0; }
+# Tests that must pass without lama here: those named with a trailing "!".
+declare -A must=()
+for i in "${!tests[@]}"; do
+  [[ ${tests[$i]} == *! ]] || continue
+  tests[$i]=${tests[$i]%!}
+  must[${tests[$i]}]=1
+done
 "$top/contrib/deps.sh" xz-utils expect python3-pytest python3-requests python3-pexpect sudo >/dev/null
 
 # The installed Slurm, seen through a prefix of its own: Debian's commands answer --version with
@@ -225,6 +233,10 @@ fi
 while IFS=$'\t' read -r t none def auto secs reasons steady; do
   IFS='|' read -r rn rd ra note <<<"$reasons"
   [ -z "$note" ] || echo "#   $t: $note"
+  if [ -n "${must[$t]:-}" ] && [ "$none" != pass ]; then
+    bad=1
+    echo "not ok - [$label] $t must run here, and it ${none}s even without lama: $rn"
+  fi
   # Only steady runs count: without lama, and the run compared with it.
   [[ " $steady " == *" none "* ]] || continue
   if [ "$none" = pass ] && [ "$def" != pass ] && [[ " $steady " == *" default "* ]]; then
