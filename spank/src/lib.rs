@@ -141,6 +141,9 @@ struct Step {
     /// Shown once per node, not fatal (TASK_MAP could not be computed). A warning that every
     /// node would give alike is kept on node 0 only, so the step says it once.
     warning: Option<String>,
+    /// Whether the user asked lama for anything (an option or `SLURM_LAMA_*`): only then do
+    /// notes and warnings go on a task's stderr (`task::tell`).
+    asked: bool,
     /// Whether TASK_MAP is lama's business in this step.
     manage_taskmap: bool,
     taskmap: Option<String>,
@@ -265,6 +268,7 @@ impl Lama {
         Step {
             host: affinity::hostname(),
             nodeid,
+            asked,
             warning: note.filter(|_| nodeid == 0),
             ..Step::default()
         }
@@ -284,6 +288,7 @@ impl Lama {
             bind: self.settings.topology.is_none(),
             verbose: self.settings.verbose || self.user.verbose,
             manage_taskmap: self.settings.taskmap && !self.user.off,
+            asked: self.user.any(),
             ..Step::default()
         };
         let ranks = match node_ranks(spank) {

@@ -18,11 +18,23 @@ use lama::plugin::{placed_in, verbose_extras, verbose_mems, OMP_VARIABLES};
 use lama::slurm::gpu_bind::{binds_gpus_by_mask, domain_of, follow_domains, mask_list};
 use lama::slurm::gpu_by_id::by_id;
 use lama::slurm::{check_task, cpu_bind_env, cpu_bind_line, cpu_bind_verbose};
-use slurm_spank::SpankHandle;
+use slurm_spank::{LogLevel, SpankHandle};
 
 use crate::once::{stop_task, Once};
 use crate::room;
 use crate::{affinity, Result, Step};
+
+/// A note or warning for the step: on the task's stderr when the user asked lama for anything
+/// (an option, `SLURM_LAMA_*`), else in Slurm's log only. A step that asked nothing of lama (the
+/// site's `TASK_MAP`, or its `policy=auto`) keeps its output as Slurm alone gives it: SchedMD's
+/// own tests read labelled task output line by line (test1.59), and so do users' scripts.
+fn tell(st: &Step, msg: &str) {
+    if st.asked {
+        say!("{msg}");
+    } else {
+        crate::log(LogLevel::Info, msg);
+    }
+}
 
 /// Runs in each task that does more than export `TASK_MAP`.
 pub fn init(st: &Step, spank: &SpankHandle) -> Result {
@@ -44,7 +56,7 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
     }
     if let Some(w) = &st.warning {
         if first_task() {
-            say!("lama: warning: {w}");
+            tell(st, &format!("lama: warning: {w}"));
         }
     }
     let mut groups = Vec::new();
@@ -61,9 +73,12 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
             (Some(m), Ok(())) => groups.push(Group::task_map(m.clone())),
             (Some(_), Err(e)) => {
                 if claim(Once::Mismatch) {
-                    say!(
-                        "lama: warning: TASK_MAP not exported: {e} (node {} {}; said once per node)",
-                        st.nodeid, st.host
+                    tell(
+                        st,
+                        &format!(
+                            "lama: warning: TASK_MAP not exported: {e} (node {} {}; said once per node)",
+                            st.nodeid, st.host
+                        ),
                     );
                 }
             }
@@ -98,10 +113,12 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
     if !withheld.is_empty() && claim(Once::Withheld) {
         let rank = spank.task_global_id().unwrap_or_default();
         for w in &withheld {
-            say!(
-                "lama: warning: {w} (first seen in task {rank} on node {} {}; said once per node)",
-                st.nodeid,
-                st.host
+            tell(
+                st,
+                &format!(
+                    "lama: warning: {w} (first seen in task {rank} on node {} {}; said once per node)",
+                    st.nodeid, st.host
+                ),
             );
         }
     }
@@ -234,11 +251,12 @@ fn place(
                     } else {
                         ""
                     };
-                    say!(
-                        "lama: note: the automatic policy leaves the GPUs to Slurm, which binds them task by task here{follows}: {} (first seen in task {rank} on node {} {}; said once per node)",
-                        kept.why,
-                        st.nodeid,
-                        st.host
+                    tell(
+                        st,
+                        &format!(
+                            "lama: note: the automatic policy leaves the GPUs to Slurm, which binds them task by task here{follows}: {} (first seen in task {rank} on node {} {}; said once per node)",
+                            kept.why, st.nodeid, st.host
+                        ),
                     );
                 }
                 groups.push(Group::devices(kept.env));
@@ -257,9 +275,12 @@ fn place(
             .collect();
         if !set.is_empty() {
             if spank.task_id().map(|id| id == 0).unwrap_or(false) {
-                say!(
-                    "lama: note: the job sets {}, so lama's OpenMP places are not exported (--lama-omp-override replaces them)",
-                    set.join(", ")
+                tell(
+                    st,
+                    &format!(
+                        "lama: note: the job sets {}, so lama's OpenMP places are not exported (--lama-omp-override replaces them)",
+                        set.join(", ")
+                    ),
                 );
             }
             omp.clear();

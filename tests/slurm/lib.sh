@@ -19,6 +19,9 @@ cluster() {
   "$top/contrib/sandbox.sh" stop >/dev/null 2>&1
   env "$@" LAMA_SANDBOX_PLUGIN="required $plugin" "$top/contrib/sandbox.sh" start >/dev/null
 }
+# Lines of the sandbox's slurmd logs matching the extended regular expression $1: a step that
+# asked lama for nothing gets its notes there, not in its output (count before and after it).
+slurmd_logged() { cat "$LAMA_SANDBOX"/log/slurmd-*.log 2>/dev/null | grep -cE -- "$1"; }
 # srun, with the environment of the MPI stack chosen by use_mpi (none by default).
 lib_env=()
 run() { timeout 120 env "${lib_env[@]}" srun "$@"; }
