@@ -131,9 +131,9 @@ for r in "${releases[@]}"; do
   ) 2>&1 | sed -E "s/^(not )?ok - /&[Slurm $version] /" | tee -a "$log"
 done
 
-# SchedMD's own tests with lama loaded run on a sandbox of their own while the guest below runs:
-# they spend most of their time waiting for Slurm (sleeps, scheduling), the guest its time on
-# both CPUs, so the two together take little longer than the guest alone.
+# SchedMD's own tests with lama loaded run on a sandbox of their own while the guest and what
+# follows run: they spend most of their time waiting for Slurm (sleeps, scheduling), the guest
+# its time on both CPUs; their lines are printed at the end.
 echo "== SchedMD's own tests with lama loaded, three times each (tests/schedmd/): started beside the guest [at $(( $(date +%s) - started )) s]"
 schedmd_log=$(mktemp)
 # expect and pytest run them (ATF needs requests, pexpect and sudo); some compile a program
@@ -155,12 +155,6 @@ echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes and memory ti
 LAMA_GUEST_FLUX=$flux_prefix LAMA_GUEST_FLUX_PLUGIN=target/debug/liblama_flux.so \
   tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
 
-guest_done=$(date +%s)
-wait "$schedmd_pid"
-echo "== SchedMD's own tests with lama loaded: $(( $(date +%s) - schedmd_started )) s, $(( $(date +%s) - guest_done )) s of it after the guest [at $(( $(date +%s) - started )) s]"
-tee -a "$log" <"$schedmd_log"
-rm -f "$schedmd_log"
-
 echo "== the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh) [at $(( $(date +%s) - started )) s]"
 timed tests/flux/plugin.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
 timed tests/flux/hardware.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
@@ -176,6 +170,14 @@ timed tests/package.sh | tee -a "$log"
 # must refuse.
 echo "== a site on Debian 13: lama built there (hwloc 2.12, Slurm 24.11), its package in a Debian 13 guest on Debian's Slurm 24.11 (tests/trixie/) [at $(( $(date +%s) - started )) s]"
 timed tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
+
+# SchedMD's tests started beside the guest and ran on beside the host's Flux tests, fuzzing,
+# packages and the Debian 13 guest: their results now.
+waited=$(date +%s)
+wait "$schedmd_pid"
+echo "== SchedMD's own tests with lama loaded: $(( $(date +%s) - schedmd_started )) s, $(( $(date +%s) - waited )) s of it waited for at the end [at $(( $(date +%s) - started )) s]"
+tee -a "$log" <"$schedmd_log"
+rm -f "$schedmd_log"
 
 echo "== pictures: lama plan --format svg rendered by headless Chromium [at $(( $(date +%s) - started )) s]"
 timed tests/pictures.sh target/debug/lama target/pictures | tee -a "$log"
