@@ -116,8 +116,10 @@ done
 mkdir -p "$work/build" && echo '/* no build tree: nothing of it is used */' >"$work/build/config.h"
 printf 'SlurmInstallDir=%s\nSlurmBuildDir=%s\nSlurmConfigDir=%s\n' "$prefix" "$work/build" "$(dirname "$SLURM_CONF")" >"$work/testsuite.conf"
 export SLURM_TESTSUITE_CONF=$work/testsuite.conf
-# No colours in the logs, and Slurm's cleanup even after a failure.
+# No colours in the logs, and Slurm's cleanup even after a failure; the MPI tests (test1.88,
+# test1.116, ...) use this machine's mpicc, not /usr/local/bin's.
 printf 'set testsuite_colorize false\nset testsuite_cleanup_on_failure true\n' >"$expect_dir/globals.local"
+! command -v mpicc >/dev/null || echo "set mpicc $(command -v mpicc)" >>"$expect_dir/globals.local"
 label="Slurm $release, SchedMD's $suite_version tests${LAMA_SCHEDMD_WHERE:+, $LAMA_SCHEDMD_WHERE}"
 
 modes=(none default auto)
