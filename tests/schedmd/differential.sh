@@ -213,7 +213,12 @@ for t in "${tests[@]}"; do
     steady+=" $m"
   done
   note=""
-  [ "$round" = 1 ] || note="rounds (without lama / defaults / policy=auto): ${hist[none]} / ${hist[default]} / ${hist[auto]}; steady:${steady:- none}"
+  said=""
+  for m in $steady; do
+    case $m in none) m="without lama" ;; default) m=defaults ;; auto) m=policy=auto ;; esac
+    said+="${said:+, }$m"
+  done
+  [ "$round" = 1 ] || note="rounds (without lama / defaults / policy=auto): ${hist[none]} / ${hist[default]} / ${hist[auto]}; steady: ${said:-nothing}"
   # A test that must run and never passed without lama: its reason, for the summary below.
   ran=yes
   [ -z "${must[$t]:-}" ] || [[ " ${hist[none]} " == *" pass "* ]] || ran=no
