@@ -3,11 +3,19 @@
 # Usage: contrib/deps.sh            what lama needs to build and test (python3: tests/examples.py,
 #                                   which finds and compares the docs' examples), and a Rust toolchain check
 #        contrib/deps.sh --mpi      the MPI libraries the cluster tests and the demo run
+#        contrib/deps.sh --schedmd  what SchedMD's expect and Python tests need (tests/schedmd/):
+#                                   expect and pytest, ATF's requests, pexpect and sudo, a C compiler
+#                                   with libnuma's and Slurm's headers, xz for the testsuites
+#        contrib/deps.sh --schedmd-list   print those package names (contrib/guest.sh's image)
 #        contrib/deps.sh PKG...     these packages (used by the other scripts)
 set -euo pipefail
 case "${1:-}" in
   "") pkgs=(libhwloc-dev pkg-config libudev-dev hwloc libslurm-dev binutils python3) ;;
   --mpi) pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev) ;;
+  --schedmd | --schedmd-list)
+    pkgs=(xz-utils expect gcc libc6-dev libnuma-dev libslurm-dev python3-pytest python3-requests
+      python3-pexpect sudo)
+    [ "$1" = --schedmd ] || { echo "${pkgs[*]}"; exit 0; } ;;
   *) pkgs=("$@") ;;
 esac
 missing=()

@@ -49,7 +49,7 @@ case $dist in
 esac
 extra=${LAMA_GUEST_EXTRA:-}
 [ "$extra" != schedmd ] ||
-  extra="xz-utils expect gcc libc6-dev libnuma-dev libslurm-dev python3-pytest python3-requests python3-pexpect sudo"
+  extra=$("$top/contrib/deps.sh" --schedmd-list)
 for p in $extra; do
   [[ $p =~ ^[a-z0-9][a-z0-9+.-]+$ ]] || { echo "guest: LAMA_GUEST_EXTRA names Debian packages, not '$p'" >&2; exit 2; }
   packages+=("$p")

@@ -34,7 +34,7 @@ suites=$(realpath "$suites")
 out=${LAMA_SCHEDMD_OUT:-/tmp/lama-schedmd-$where-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 contrib/deps.sh
-contrib/deps.sh expect gcc libc6-dev libnuma-dev python3-pytest python3-requests python3-pexpect sudo
+contrib/deps.sh --schedmd
 # What the guests need besides their usual packages (an image of its own, which every call of
 # contrib/guest.sh names through this variable).
 export LAMA_GUEST_EXTRA=schedmd

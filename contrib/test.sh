@@ -136,9 +136,7 @@ done
 # its time on both CPUs; their lines are printed at the end.
 echo "== SchedMD's own tests with lama loaded, three times each (tests/schedmd/): started beside the guest [at $(( $(date +%s) - started )) s]"
 schedmd_log=$(mktemp)
-# expect and pytest run them (ATF needs requests, pexpect and sudo); some compile a program
-# (libnuma's header: test1.90's memory binding).
-contrib/deps.sh expect gcc libc6-dev libnuma-dev python3-pytest python3-requests python3-pexpect sudo
+contrib/deps.sh --schedmd
 for schedmd_port in 21800 22800 20800 18800; do
   LAMA_SANDBOX_PORT=$schedmd_port LAMA_SANDBOX_NODES=3 contrib/sandbox.sh free-port && break
 done

@@ -142,7 +142,7 @@ struct Step {
     /// node would give alike is kept on node 0 only, so the step says it once.
     warning: Option<String>,
     /// Whether the user asked lama for anything (an option or `SLURM_LAMA_*`): only then do
-    /// notes and warnings go on a task's stderr (`task::tell`).
+    /// notes and warnings go on a task's stderr (`tell!` in task.rs).
     asked: bool,
     /// Whether TASK_MAP is lama's business in this step.
     manage_taskmap: bool,

@@ -28,12 +28,14 @@ use crate::{affinity, Result, Step};
 /// (an option, `SLURM_LAMA_*`), else in Slurm's log only. A step that asked nothing of lama (the
 /// site's `TASK_MAP`, or its `policy=auto`) keeps its output as Slurm alone gives it: SchedMD's
 /// own tests read labelled task output line by line (test1.59), and so do users' scripts.
-fn tell(st: &Step, msg: &str) {
-    if st.asked {
-        say!("{msg}");
-    } else {
-        crate::log(LogLevel::Info, msg);
-    }
+macro_rules! tell {
+    ($st:expr, $($arg:tt)*) => {
+        if $st.asked {
+            say!($($arg)*);
+        } else {
+            crate::log(LogLevel::Info, &format!($($arg)*));
+        }
+    };
 }
 
 /// Runs in each task that does more than export `TASK_MAP`.
@@ -56,7 +58,7 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
     }
     if let Some(w) = &st.warning {
         if first_task() {
-            tell(st, &format!("lama: warning: {w}"));
+            tell!(st, "lama: warning: {w}");
         }
     }
     let mut groups = Vec::new();
@@ -73,12 +75,11 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
             (Some(m), Ok(())) => groups.push(Group::task_map(m.clone())),
             (Some(_), Err(e)) => {
                 if claim(Once::Mismatch) {
-                    tell(
+                    tell!(
                         st,
-                        &format!(
-                            "lama: warning: TASK_MAP not exported: {e} (node {} {}; said once per node)",
-                            st.nodeid, st.host
-                        ),
+                        "lama: warning: TASK_MAP not exported: {e} (node {} {}; said once per node)",
+                        st.nodeid,
+                        st.host
                     );
                 }
             }
@@ -113,12 +114,11 @@ pub fn init(st: &Step, spank: &SpankHandle) -> Result {
     if !withheld.is_empty() && claim(Once::Withheld) {
         let rank = spank.task_global_id().unwrap_or_default();
         for w in &withheld {
-            tell(
+            tell!(
                 st,
-                &format!(
-                    "lama: warning: {w} (first seen in task {rank} on node {} {}; said once per node)",
-                    st.nodeid, st.host
-                ),
+                "lama: warning: {w} (first seen in task {rank} on node {} {}; said once per node)",
+                st.nodeid,
+                st.host
             );
         }
     }
@@ -251,13 +251,8 @@ fn place(
                     } else {
                         ""
                     };
-                    tell(
-                        st,
-                        &format!(
-                            "lama: note: the automatic policy leaves the GPUs to Slurm, which binds them task by task here{follows}: {} (first seen in task {rank} on node {} {}; said once per node)",
-                            kept.why, st.nodeid, st.host
-                        ),
-                    );
+                    tell!(st, "lama: note: the automatic policy leaves the GPUs to Slurm, which binds them task by task here{follows}: {} (first seen in task {rank} on node {} {}; said once per node)",
+                            kept.why, st.nodeid, st.host);
                 }
                 groups.push(Group::devices(kept.env));
             }
@@ -275,13 +270,8 @@ fn place(
             .collect();
         if !set.is_empty() {
             if spank.task_id().map(|id| id == 0).unwrap_or(false) {
-                tell(
-                    st,
-                    &format!(
-                        "lama: note: the job sets {}, so lama's OpenMP places are not exported (--lama-omp-override replaces them)",
-                        set.join(", ")
-                    ),
-                );
+                tell!(st, "lama: note: the job sets {}, so lama's OpenMP places are not exported (--lama-omp-override replaces them)",
+                        set.join(", "));
             }
             omp.clear();
         }

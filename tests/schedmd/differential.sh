@@ -88,7 +88,7 @@ for i in "${!tests[@]}"; do
   tests[$i]=${tests[$i]%!}
   must[${tests[$i]}]=1
 done
-"$top/contrib/deps.sh" xz-utils expect python3-pytest python3-requests python3-pexpect sudo >/dev/null
+"$top/contrib/deps.sh" --schedmd >/dev/null
 
 # The installed Slurm, seen through a prefix of its own: Debian's commands answer --version with
 # "slurm-wlm 22.05.8", which tests that compare versions (test1.3, test7.11, ...) cannot parse,
