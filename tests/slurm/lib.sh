@@ -22,6 +22,8 @@ cluster() {
 # Lines of the sandbox's slurmd logs matching the extended regular expression $1: a step that
 # asked lama for nothing gets its notes there, not in its output (count before and after it).
 slurmd_logged() { cat "$LAMA_SANDBOX"/log/slurmd-*.log 2>/dev/null | grep -cE -- "$1"; }
+# The same for the fixed text $1.
+slurmd_logged_text() { cat "$LAMA_SANDBOX"/log/slurmd-*.log 2>/dev/null | grep -cF -- "$1"; }
 # srun, with the environment of the MPI stack chosen by use_mpi (none by default).
 lib_env=()
 run() { timeout 120 env "${lib_env[@]}" srun "$@"; }
