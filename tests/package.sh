@@ -12,9 +12,22 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 contrib/deps.sh man-db
 work=$(mktemp -d)
-trap 'rm -rf "$work"; dpkg -P lama-slurm >/dev/null 2>&1 || true' EXIT
+trap 'dpkg -P lama-slurm >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+# dpkg ARGS: dpkg, waiting (LAMA_APT_LOCK_WAIT seconds, as contrib/deps.sh) while another apt-get or
+# dpkg holds its lock: dpkg itself gives up at once, and unattended upgrades may run at any time.
+dpkg() {
+  local waited=0 rc
+  while :; do
+    command dpkg "$@" 2>"$work/dpkg.err"; rc=$?
+    grep -q 'lock.*another process\|locked by another' "$work/dpkg.err" && [ "$waited" -lt "${LAMA_APT_LOCK_WAIT:-1200}" ] || break
+    [ "$waited" -gt 0 ] || echo "# dpkg's lock is held by another apt-get or dpkg (unattended upgrades?): waiting up to ${LAMA_APT_LOCK_WAIT:-1200} s" >&2
+    sleep 5; waited=$((waited + 5))
+  done
+  cat "$work/dpkg.err" >&2
+  return $rc
+}
 
 deb=$(contrib/package.sh deb 2>"$work/build.err" | tail -n 1)
 if [ -f "$deb" ]; then ok "Debian package built, lintian reports no errors: $(basename "$deb")"
