@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs Debian packages when any is missing (root, or sudo available).
 # Usage: contrib/deps.sh            what lama needs to build and test (python3: tests/examples.py,
-#                                   which finds and compares the docs' examples), and a Rust toolchain check
+#                                   which finds and compares the docs' examples; gcc: the failing
+#                                   SPANK plugin of tests/slurm/failures.sh), and a Rust toolchain check
 #        contrib/deps.sh --mpi      the MPI libraries the cluster tests and the demo run
 #        contrib/deps.sh --schedmd  what SchedMD's expect and Python tests need (tests/schedmd/):
 #                                   expect and pytest, ATF's requests, pexpect and sudo, a C compiler
@@ -10,7 +11,7 @@
 #        contrib/deps.sh PKG...     these packages (used by the other scripts)
 set -euo pipefail
 case "${1:-}" in
-  "") pkgs=(libhwloc-dev pkg-config libudev-dev hwloc libslurm-dev binutils python3) ;;
+  "") pkgs=(libhwloc-dev pkg-config libudev-dev hwloc libslurm-dev binutils python3 gcc libc6-dev) ;;
   --mpi) pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev) ;;
   --schedmd | --schedmd-list)
     pkgs=(xz-utils expect gcc libc6-dev libnuma-dev libslurm-dev python3-pytest python3-requests

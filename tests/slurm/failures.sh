@@ -4,7 +4,8 @@
 # topology cache never drain a node; a plugstack.conf broken on a running node fails a batch
 # job's start as the admin chose: from Slurm 25.05, `init-failure=node` (Slurm's default) drains
 # the node and requeues the job, `init-failure=job` fails the job and keeps the node; lama loaded
-# twice acts once and says so once.
+# twice acts once and says so once; another plugin failing beside lama (tests/slurm/spank-fail.c)
+# ends a batch job and its node as it does without lama.
 # Usage: tests/slurm/failures.sh LAMA_BINARY PLUGIN_SO
 #   (LAMA_SANDBOX and LAMA_SANDBOX_PORT name the cluster this script restarts and leaves running)
 set -uo pipefail
@@ -103,4 +104,47 @@ else
   if [[ $default == "$job_mode" ]]; then
     ok "Slurm $release (before 25.05, no slurm_spank_init_failure_mode): init-failure= changes nothing: $default"
   else not_ok "Slurm $release, init-failure= should change nothing" "default: $default" "init-failure=job: $job_mode"; fi
+fi
+
+# --- another plugin's failure beside lama (the case of SchedMD's test_147_2) --------------------
+# A site plugin whose slurm_spank_init fails in slurmstepd (tests/slurm/spank-fail.c) decides a
+# batch job's fate as it does alone: with lama beside it (its defaults, and a site's policy=auto)
+# the job and the node end the same. From 25.05 its failure is the node's (drain, requeue) or the
+# job's (fail, keep the node), as Slurm documents; before, Slurm has one failure.
+failer=$work/spank-fail.so
+# outcome MODE [LAMA_LINE]: what a batch job and n1 come to with the failing plugin after LAMA_LINE.
+outcome() {
+  local job s
+  printf '%s\n' ${2:+"$2"} "required $failer $1" > "$LAMA_SANDBOX/plugstack.conf"
+  job=$(sbatch --parsable -N1 -w n1 -o /dev/null --wrap 'srun true' 2>&1)
+  for _ in $(seq 60); do
+    s=$(job_state "$job")
+    [[ $(sinfo -h -n n1 -o %T) == drain* ]] && break
+    case $s in FAILED | COMPLETED | NODE_FAIL | CANCELLED) break ;; esac
+    sleep 0.5
+  done
+  sleep 1
+  echo "job $(job_state "$job"), restarts $(scontrol show job "$job" | grep -o 'Restarts=[0-9]*' | cut -d= -f2), n1 $(sinfo -h -n n1 -o '%T: %E')"
+  scancel "$job" 2>/dev/null
+  echo "$plugstack_line" > "$LAMA_SANDBOX/plugstack.conf"
+  scontrol update nodename=n1 state=resume 2>/dev/null
+  wait_idle
+}
+if ! gcc -shared -fPIC -o "$failer" -I"${LAMA_SLURM_PREFIX:-/usr}/include" "$top/tests/slurm/spank-fail.c" 2>"$work/gcc.err"; then
+  not_ok "a failing SPANK plugin built against Slurm $release's headers" "$(cat "$work/gcc.err")"
+else
+  for mode in $([ "$modes" = yes ] && echo node job || echo job); do
+    alone=$(outcome $mode)
+    defaults=$(outcome $mode "$plugstack_line")
+    auto=$(outcome $mode "$plugstack_line policy=auto")
+    case $modes/$mode in
+      yes/node) want='job PENDING, restarts 1, n1 drain*' ;;
+      yes/job) want='job FAILED, restarts 0, n1 idle*' ;;
+      *) want='*' ;;
+    esac
+    # shellcheck disable=SC2053 # $want is a pattern
+    if [ "$defaults" = "$alone" ] && [ "$auto" = "$alone" ] && [[ $alone == $want ]]; then
+      ok "another SPANK plugin failing in slurmstepd ($([ "$modes" = yes ] && echo "ESPANK_${mode^^}_FAILURE" || echo ESPANK_ERROR)) beside lama, with its defaults and under policy=auto: the batch job and the node end as with that plugin alone ($alone)"
+    else not_ok "another plugin's failure ($mode) beside lama changes its outcome" "alone: $alone" "lama's defaults: $defaults" "policy=auto: $auto" "expected: $want"; fi
+  done
 fi
