@@ -71,14 +71,13 @@ cluster
 sed "s#^PlugStackConfig=.*#PlugStackConfig=$work/login-plugstack.conf#" "$SLURM_CONF" > "$work/login.conf"
 plugstack_line=$(cat "$LAMA_SANDBOX/plugstack.conf")
 echo "$plugstack_line" > "$work/login-plugstack.conf"
-broken() {
-  local mode=$1 job s reason
-  echo "$plugstack_line polcy=auto${mode:+ init-failure=$mode}" > "$LAMA_SANDBOX/plugstack.conf"
-  job=$(SLURM_CONF=$work/login.conf sbatch --parsable -N1 -w n1 -o /dev/null --wrap true 2>&1)
+# fate JOB: waits until n1 drains or JOB ends; prints what JOB and n1 came to, then cancels JOB,
+# puts lama's line back alone and resumes n1.
+fate() {
+  local job=$1 s
   for _ in $(seq 60); do
     s=$(job_state "$job")
-    reason=$(sinfo -h -n n1 -o '%T %E')
-    [[ $reason == drain* ]] && break
+    [[ $(sinfo -h -n n1 -o %T) == drain* ]] && break
     case $s in FAILED | COMPLETED | NODE_FAIL | CANCELLED) break ;; esac
     sleep 0.5
   done
@@ -88,6 +87,11 @@ broken() {
   echo "$plugstack_line" > "$LAMA_SANDBOX/plugstack.conf"
   scontrol update nodename=n1 state=resume 2>/dev/null
   wait_idle
+}
+broken() {
+  local mode=$1
+  echo "$plugstack_line polcy=auto${mode:+ init-failure=$mode}" > "$LAMA_SANDBOX/plugstack.conf"
+  fate "$(SLURM_CONF=$work/login.conf sbatch --parsable -N1 -w n1 -o /dev/null --wrap true 2>&1)"
 }
 logged=$(grep -c "unknown argument 'polcy'" "$LAMA_SANDBOX/log/slurmd-n1.log")
 default=$(broken "")
@@ -114,21 +118,8 @@ fi
 failer=$work/spank-fail.so
 # outcome MODE [LAMA_LINE]: what a batch job and n1 come to with the failing plugin after LAMA_LINE.
 outcome() {
-  local job s
   printf '%s\n' ${2:+"$2"} "required $failer $1" > "$LAMA_SANDBOX/plugstack.conf"
-  job=$(sbatch --parsable -N1 -w n1 -o /dev/null --wrap 'srun true' 2>&1)
-  for _ in $(seq 60); do
-    s=$(job_state "$job")
-    [[ $(sinfo -h -n n1 -o %T) == drain* ]] && break
-    case $s in FAILED | COMPLETED | NODE_FAIL | CANCELLED) break ;; esac
-    sleep 0.5
-  done
-  sleep 1
-  echo "job $(job_state "$job"), restarts $(scontrol show job "$job" | grep -o 'Restarts=[0-9]*' | cut -d= -f2), n1 $(sinfo -h -n n1 -o '%T: %E')"
-  scancel "$job" 2>/dev/null
-  echo "$plugstack_line" > "$LAMA_SANDBOX/plugstack.conf"
-  scontrol update nodename=n1 state=resume 2>/dev/null
-  wait_idle
+  fate "$(sbatch --parsable -N1 -w n1 -o /dev/null --wrap 'srun true' 2>&1)"
 }
 if ! gcc -shared -fPIC -o "$failer" -I"${LAMA_SLURM_PREFIX:-/usr}/include" "$top/tests/slurm/spank-fail.c" 2>"$work/gcc.err"; then
   not_ok "a failing SPANK plugin built against Slurm $release's headers" "$(cat "$work/gcc.err")"
