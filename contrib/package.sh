@@ -132,7 +132,7 @@ rpm_pkg() {
   # The binaries built above are packaged as they are (the spec's %build reuses the tree's
   # target directory); --nodeps: this Debian machine's rpm database has no slurm package.
   rpmbuild -bb --nodeps --quiet \
-    --define "_topdir $topdir" --define "lama_version $version" --define "lama_tree $top" \
+    --define "_topdir $topdir" --define "lama_version $version" --define "lama_tree $top" --define "lama_prebuilt 1" \
     --define "slurm_version $slurm" --define "slurm_release $release" --define "slurm_next $next" --define "__brp_compress /bin/true" \
     contrib/lama-slurm.spec >&2
   find "$topdir/RPMS" -name '*.rpm' -print
