@@ -102,6 +102,9 @@ fi
 echo "# Slurm $release in the guest: $(nproc) CPUs, $(ls -d /sys/devices/system/node/node* | wc -l) NUMA nodes, $(stat -fc %T /sys/fs/cgroup)"
 # LAMA_GUEST_SETUP_ONLY=1: Slurm is left running for other tests (contrib/schedmd-tests.sh).
 [ "${LAMA_GUEST_SETUP_ONLY:-}" != 1 ] || exit 0
+# LAMA_GUEST_FIRST: a command run on this Slurm before the cases, which must leave its
+# plugstack.conf as it found it (tests/trixie/run.sh: SchedMD's test7.11, without a second set-up).
+[ -z "${LAMA_GUEST_FIRST:-}" ] || bash -c "$LAMA_GUEST_FIRST"
 
 # Each task's view, one line: task, its CPUs, the step's cgroup CPUs, its cgroup, the NUMA nodes
 # its pages are bound to (numa_maps), and the GPU variables.

@@ -57,17 +57,15 @@ guest() { LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" ssh "$run" "$@"; }
 guest "cat /etc/debian_version; uname -r; systemctl --version | head -n 1; hwloc-info --version" | paste -sd' ' - | sed 's/^/# the guest: Debian /'
 # Debian's plugstack.conf, kept for site.sh; the package installed for the suite.
 if guest "cp /etc/slurm/plugstack.conf /root/plugstack.conf.debian && dpkg -i '$deb'" >"$work/install.log" 2>&1; then
-  # SchedMD's test7.11 first, on Slurm as the suite sets it up (the suite then changes it).
   t=$(date +%s)
   plugin=$(guest dpkg -L lama-slurm | grep '/slurm-wlm/lama\.so$')
-  guest LAMA_GUEST_UNITS=debian LAMA_GUEST_SETUP_ONLY=1 bash "$top/tests/guest/suite.sh" /usr /usr/bin/lama "$plugin" "$top" 2>&1 | grep -v '^#'
-  guest "$(printf '%q ' env SLURM_CONF=/etc/slurm/slurm.conf LAMA_SCHEDMD_WHERE="Debian 13 guest" \
+  # SchedMD's test7.11 three ways on Debian's 24.11.5, on the suite's Slurm before its cases.
+  first=$(printf '%q ' env SLURM_CONF=/etc/slurm/slurm.conf LAMA_SCHEDMD_WHERE="Debian 13 guest" \
     bash "$top/tests/schedmd/differential.sh" "$(realpath "$shared/vendor/slurm-testsuite")" "$plugin" \
-    /etc/slurm/plugstack.conf 'test7.11!')" 2>&1
-  echo "# SchedMD's test7.11 on Debian 13: $(( $(date +%s) - t )) s"
-  t=$(date +%s)
-  guest LAMA_GUEST_UNITS=debian bash "$top/tests/guest/suite.sh" /usr /usr/bin/lama "$plugin" "$top" 2>&1
-  echo "# the guest suite on Debian 13: $(( $(date +%s) - t )) s"
+    /etc/slurm/plugstack.conf 'test7.11!')
+  guest "$(printf '%q ' env LAMA_GUEST_UNITS=debian LAMA_GUEST_FIRST="$first" bash "$top/tests/guest/suite.sh" \
+    /usr /usr/bin/lama "$plugin" "$top")" 2>&1
+  echo "# the guest suite on Debian 13, SchedMD's test7.11 included: $(( $(date +%s) - t )) s"
   guest bash "$top/tests/trixie/site.sh" "$top" "$deb" "$old" 2>&1
 else not_ok "dpkg -i of the Debian 13 package in the guest" "$(cat "$work/install.log")"; fi
 echo "# Debian 13 in all: $(( $(date +%s) - started )) s"
