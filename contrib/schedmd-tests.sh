@@ -96,7 +96,8 @@ case $where in
     LAMA_GUEST_DIST=trixie contrib/guest.sh start "$run" "top=$top" "s=$suites" "b=$work/build"
     LAMA_GUEST_DIST=trixie contrib/guest.sh ssh "$run" dpkg -i "$deb" >/dev/null
     plugin=$(LAMA_GUEST_DIST=trixie contrib/guest.sh ssh "$run" dpkg -L lama-slurm | grep '/slurm-wlm/lama\.so$')
-    version=$(LAMA_GUEST_DIST=trixie contrib/guest.sh ssh "$run" srun --version | awk '{print $2}')
+    # Debian's srun asks for a configuration even for --version, and Slurm is not set up yet.
+    version=$(LAMA_GUEST_DIST=trixie contrib/guest.sh ssh "$run" dpkg-query -W -f='\${Version}' slurm-client | sed 's/[-+~].*//')
     in_guest "$run" /usr "$plugin" "$version" trixie LAMA_GUEST_UNITS=debian ;;
 esac
 echo "# tables and logs: $out"
