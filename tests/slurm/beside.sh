@@ -56,8 +56,9 @@ out=$(run -N1 -n2 --cpu-bind=verbose --lama-map=csbnh --lama-bind=1c --lama-orde
 bad=""
 for t in 0 1; do
   real=$(awk -v t=$t '$1 == "mask" && $2 == t {print toupper($3)}' <<<"$out")
-  s_line=$(grep -n "^cpu-bind[-a-z]*=[A-Z]* *- n1, task  $t " <<<"$out" | grep -v '=LAMA' | head -n 1 | cut -d: -f1)
-  l_line=$(grep -n "^cpu-bind=LAMA - n1, task  $t  $t \[[0-9]*\]: mask 0x$real set$" <<<"$out" | head -n 1 | cut -d: -f1)
+  # Whichever node Slurm chose (n1 may still be releasing the last step's CPUs).
+  s_line=$(grep -n "^cpu-bind[-a-z]*=[A-Z]* *- n[0-9]*, task  $t " <<<"$out" | grep -v '=LAMA' | head -n 1 | cut -d: -f1)
+  l_line=$(grep -n "^cpu-bind=LAMA - n[0-9]*, task  $t  $t \[[0-9]*\]: mask 0x$real set$" <<<"$out" | head -n 1 | cut -d: -f1)
   [ -n "$s_line" ] && [ -n "$l_line" ] && [ "$l_line" -gt "$s_line" ] || bad+="task $t: Slurm's line, then lama's with mask 0x$real, wanted; "
 done
 if [ -z "$bad" ]; then ok "--cpu-bind=verbose beside a lama map: lama's line in Slurm's form after Slurm's, with the task's real mask"
