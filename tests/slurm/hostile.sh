@@ -59,7 +59,7 @@ hostile "a 300-byte host name" "$(printf 'b%.0s' $(seq 300))[0-16777214]" none "
 hostile "2 MB of comment before the host" "#$(head -c 2097152 /dev/zero | tr '\0' c)
 n1" none "bytes before the step's 1 tasks were named"
 # The last step's node may still be completing on a loaded machine: idle within 30 s, never down.
-for _ in $(seq 60); do [ "$(sinfo -h -o '%T' | sort -u)" = idle ] && break; sleep 0.5; done
+wait_idle
 states=$(sinfo -h -N -o '%N %T' 2>&1 | sort -u | paste -sd' ' -)
 if grep -q 'down\|drain\|not responding' <<<"$states" || [ "$(sinfo -h -o '%T' | sort -u)" != idle ]; then
   not_ok "the nodes after the hostile host files" "$states" "$(sinfo 2>&1)"

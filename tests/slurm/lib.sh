@@ -24,6 +24,9 @@ cluster() {
 slurmd_logged() { cat "$LAMA_SANDBOX"/log/slurmd-*.log 2>/dev/null | grep -cE -- "$1"; }
 # The same for the fixed text $1.
 slurmd_logged_text() { cat "$LAMA_SANDBOX"/log/slurmd-*.log 2>/dev/null | grep -cF -- "$1"; }
+# Every node idle; wait_idle waits (up to 30 s) until they are and no job is left.
+all_idle() { ! sinfo -h -N -o '%T' | grep -qv '^idle$'; }
+wait_idle() { for _ in $(seq 60); do all_idle && [ -z "$(squeue -h)" ] && return 0; sleep 0.5; done; return 1; }
 # srun, with the environment of the MPI stack chosen by use_mpi (none by default).
 lib_env=()
 run() { timeout 120 env "${lib_env[@]}" srun "$@"; }
