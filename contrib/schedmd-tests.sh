@@ -80,7 +80,7 @@ case $where in
     done ;;
   guest)
     run=$(mktemp -d /tmp/lama-schedmd-guest.XXXXXX)
-    trap 'contrib/guest.sh stop "$run" >/dev/null 2>&1; rm -rf "$run"' EXIT
+    trap 'contrib/guest.sh stop "$run" >/dev/null 2>&1 || true; rm -rf "$run"' EXIT
     shares=("top=$top" "s=$suites")
     for r in "${releases[@]:1}"; do shares+=("p=$r"); done
     contrib/guest.sh start "$run" "${shares[@]}"
@@ -91,7 +91,7 @@ case $where in
   trixie)
     work=$(mktemp -d /tmp/lama-schedmd-trixie.XXXXXX)
     run=$work/guest
-    trap 'LAMA_GUEST_DIST=trixie contrib/guest.sh stop "$run" >/dev/null 2>&1; rm -rf "$work"' EXIT
+    trap 'LAMA_GUEST_DIST=trixie contrib/guest.sh stop "$run" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
     deb=$(contrib/trixie-build.sh "$work/build" | tail -n 1)
     LAMA_GUEST_DIST=trixie contrib/guest.sh start "$run" "top=$top" "s=$suites" "b=$work/build"
     LAMA_GUEST_DIST=trixie contrib/guest.sh ssh "$run" dpkg -i "$deb" >/dev/null

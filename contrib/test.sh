@@ -53,8 +53,13 @@ if [ -z "${LAMA_SANDBOX_PORT:-}" ]; then
   echo "== sandbox clusters on ports from $base [at $(( $(date +%s) - started )) s]"
 fi
 export LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-$base}
+# Clean-up only: the trap must not change the exit status, so under set -e nothing in it may fail
+# (the SchedMD run it would kill has usually ended by then).
 trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true; rm -f "$log"
-  [ -z "${schedmd_pid:-}" ] || { kill "$schedmd_pid"; LAMA_SANDBOX=$LAMA_SANDBOX-schedmd contrib/sandbox.sh stop; } >/dev/null 2>&1' EXIT
+  if [ -n "${schedmd_pid:-}" ]; then
+    kill "$schedmd_pid" >/dev/null 2>&1 || true
+    LAMA_SANDBOX=$LAMA_SANDBOX-schedmd contrib/sandbox.sh stop >/dev/null 2>&1 || true
+  fi' EXIT
 cargo test --workspace 2>&1 | tee "$log"
 
 # Slurm prefixes to test besides Debian's packages (built before the header checks, which also
@@ -172,8 +177,12 @@ timed tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.de
 # SchedMD's tests started beside the guest and ran on beside the host's Flux tests, fuzzing,
 # packages and the Debian 13 guest: their results now.
 waited=$(date +%s)
-wait "$schedmd_pid"
+schedmd_rc=0
+wait "$schedmd_pid" || schedmd_rc=$?
+schedmd_pid=""
 echo "== SchedMD's own tests with lama loaded: $(( $(date +%s) - schedmd_started )) s, $(( $(date +%s) - waited )) s of it waited for at the end [at $(( $(date +%s) - started )) s]"
+# An exit without a verdict (a set-up step that failed) still counts as a failure.
+[ "$schedmd_rc" = 0 ] || echo "not ok - SchedMD's tests with lama loaded ended with exit $schedmd_rc (their output above)" >>"$schedmd_log"
 tee -a "$log" <"$schedmd_log"
 rm -f "$schedmd_log"
 
