@@ -12,7 +12,6 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 report='echo "$SLURM_PROCID $SLURM_NODEID $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"'
 want=$(plan_lines --this-machine --nodes 2 --map csbnh --bind 1c --np 4)
-states() { sinfo -h -N -o '%N %T' | sort -u | paste -sd' ' -; }
 job_state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
 # Waits until job $1 leaves the states that come before its end; prints its state.
 settle() {

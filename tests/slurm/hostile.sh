@@ -60,9 +60,9 @@ hostile "2 MB of comment before the host" "#$(head -c 2097152 /dev/zero | tr '\0
 n1" none "bytes before the step's 1 tasks were named"
 # The last step's node may still be completing on a loaded machine: idle within 30 s, never down.
 wait_idle
-states=$(sinfo -h -N -o '%N %T' 2>&1 | sort -u | paste -sd' ' -)
-if grep -q 'down\|drain\|not responding' <<<"$states" || [ "$(sinfo -h -o '%T' | sort -u)" != idle ]; then
-  not_ok "the nodes after the hostile host files" "$states" "$(sinfo 2>&1)"
+now=$(states)
+if grep -q 'down\|drain\|not responding' <<<"$now" || [ "$(sinfo -h -o '%T' | sort -u)" != idle ]; then
+  not_ok "the nodes after the hostile host files" "$now" "$(sinfo 2>&1)"
 else ok "the nodes are still up and idle after the hostile host files"; fi
 
 echo "# user text in messages"

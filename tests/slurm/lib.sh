@@ -24,6 +24,8 @@ cluster() {
 slurmd_logged() { cat "$LAMA_SANDBOX"/log/slurmd-*.log 2>/dev/null | grep -cE -- "$1"; }
 # The same for the fixed text $1.
 slurmd_logged_text() { cat "$LAMA_SANDBOX"/log/slurmd-*.log 2>/dev/null | grep -cF -- "$1"; }
+# Each node with its state, on one line.
+states() { sinfo -h -N -o '%N %T' | sort -u | paste -sd' ' -; }
 # Every node idle; wait_idle waits (up to 30 s) until they are and no job is left.
 all_idle() { ! sinfo -h -N -o '%T' | grep -qv '^idle$'; }
 wait_idle() { for _ in $(seq 60); do all_idle && [ -z "$(squeue -h)" ] && return 0; sleep 0.5; done; return 1; }
