@@ -31,6 +31,11 @@
 #   LAMA_SANDBOX_GPUS=N (N fake GPUs per node through GRES: character devices made with mknod under
 #   $LAMA_SANDBOX/dev, gres.conf with AutoDetect=off),
 #   LAMA_SANDBOX_GPU_CORES ("0-3 0-3 4-7 4-7": each GPU's Cores= in gres.conf, one word per GPU),
+#   LAMA_SANDBOX_NETWORK ("tree GROUP..." or "block GROUP...": a network topology in topology.conf,
+#   TopologyPlugin=topology/tree with one leaf switch per GROUP, a hostlist such as n[3-4], under one
+#   top switch, or topology/block with one block per GROUP; in the order given, which from Slurm 26.05
+#   on is the order a block step's nodes take their tasks in),
+#   LAMA_SANDBOX_SELECT_PARAMS (SelectTypeParameters, default CR_Core; e.g. CR_Core,CR_NO_DIST_TOPO_BLOCK),
 #   LAMA_SANDBOX_CONF_EXTRA (more slurm.conf lines, e.g. AllowSpecResourcesUsage=yes),
 #   LAMA_SANDBOX_CONSTRAIN_DEVICES=1 (ConstrainDevices=yes; without LAMA_SANDBOX_CGROUP=1 this uses
 #   task/cgroup alone, so that nodes may be declared bigger than the machine),
@@ -140,6 +145,22 @@ write_conf() {
     fi
     gres="Gres=gpu:$gpus"
   fi
+  local network=""
+  if [ -n "${LAMA_SANDBOX_NETWORK:-}" ]; then
+    local kind group i=0
+    read -r kind groups <<<"$LAMA_SANDBOX_NETWORK"
+    [ -n "${groups:-}" ] || die "LAMA_SANDBOX_NETWORK needs groups of nodes after '$kind'"
+    for group in $groups; do
+      case $kind in
+        tree) echo "SwitchName=s$i Nodes=$group" ;;
+        block) echo "BlockName=b$i Nodes=$group" ;;
+        *) die "LAMA_SANDBOX_NETWORK: '$kind' is neither tree nor block" ;;
+      esac
+      i=$((i + 1))
+    done > "$dir/topology.conf"
+    [ "$kind" != tree ] || echo "SwitchName=top Switches=s[0-$((i - 1))]" >> "$dir/topology.conf"
+    network="TopologyPlugin=topology/$kind"
+  fi
   cat > "$conf" <<CONF
 ClusterName=lama
 SlurmctldHost=localhost
@@ -159,7 +180,7 @@ SlurmdLogFile=$dir/log/slurmd-%n.log
 ProctrackType=$proctrack
 TaskPlugin=$task
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
+SelectTypeParameters=${LAMA_SANDBOX_SELECT_PARAMS:-CR_Core}
 MpiDefault=none
 ReturnToService=2
 SlurmdParameters=config_overrides
@@ -167,6 +188,7 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 PlugStackConfig=$plug
 ${gres:+GresTypes=gpu}
+$network
 SlurmdTimeout=$((30 + count / 8))
 # Every slurmd shares two CPUs: a step over hundreds of nodes needs longer than the default 10 s
 # for its launch messages to be answered.

@@ -77,6 +77,32 @@ const ERRORS: &[&str] = &[
     "ESPANK_NOT_LOCAL",
 ];
 
+/// From 26.05 on, a block step's tasks are numbered in the order of the cluster's network
+/// topology, which only the step's layout tells; srun's lama reads it with
+/// `slurm_job_step_layout_get` (spank/src/step_order.rs), through these two structures of
+/// `slurm.h`, declared there as here (type and name, in order).
+const TOPO_ORDER_RELEASE: u32 = 0x1a0500;
+const STEP_ID_FIELDS: &[&str] = &[
+    "sluid_t sluid",
+    "uint32_t job_id",
+    "uint32_t step_het_comp",
+    "uint32_t step_id",
+];
+const STEP_LAYOUT_FIELDS: &[&str] = &[
+    "uint16_t *cpt_compact_array",
+    "uint32_t cpt_compact_cnt",
+    "uint32_t *cpt_compact_reps",
+    "slurm_node_alias_addrs_t *alias_addrs",
+    "uint32_t node_cnt",
+    "char *node_list",
+    "uint16_t plane_size",
+    "uint16_t start_protocol_ver",
+    "uint16_t *tasks",
+    "uint32_t task_cnt",
+    "uint32_t task_dist",
+    "uint32_t **tids",
+];
+
 /// `struct spank_option`'s members.
 const OPTION_FIELDS: &[&str] = &["name", "arginfo", "usage", "has_arg", "val", "cb"];
 
@@ -188,6 +214,62 @@ fn spank_errors(text: &str, header: &Path) -> Vec<String> {
     names
 }
 
+/// A structure's declarations (`type name`, white space folded), from the `{` after `opening`
+/// or, for a `typedef struct { ... } NAME;`, from the one before `closing`.
+fn declarations(text: &str, opening: Option<&str>, closing: &str) -> Option<Vec<String>> {
+    let b = match opening {
+        Some(o) => body(text, o)?,
+        None => {
+            let end = text.find(closing)?;
+            let start = text[..end].rfind("typedef struct {")? + "typedef struct {".len();
+            &text[start..end]
+        }
+    };
+    let decls = strip_comments(b)
+        .split(';')
+        .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|d| !d.is_empty())
+        .collect();
+    Some(decls)
+}
+
+/// Enables `cfg(topo_order)` for a release that lays block steps out in topology order, once
+/// its `slurm.h` is checked to declare what `step_order.rs` reads as that file declares it.
+fn topo_order(include: &Path, version: u32) {
+    println!("cargo:rustc-check-cfg=cfg(topo_order)");
+    if version < TOPO_ORDER_RELEASE {
+        return;
+    }
+    let slurm_h = include.join("slurm/slurm.h");
+    println!("cargo:rerun-if-changed={}", slurm_h.display());
+    let text = read(&slurm_h);
+    for (what, opening, closing, want) in [
+        (
+            "slurm_step_id_t",
+            None,
+            "} slurm_step_id_t;",
+            STEP_ID_FIELDS,
+        ),
+        (
+            "struct slurm_step_layout",
+            Some("typedef struct slurm_step_layout "),
+            "",
+            STEP_LAYOUT_FIELDS,
+        ),
+    ] {
+        let got = declarations(&text, opening, closing).unwrap_or_default();
+        if got.iter().map(String::as_str).ne(want.iter().copied()) {
+            die(format!(
+                "{} declares {what} as [{}], but spank/src/step_order.rs reads it as [{}]: update both together",
+                slurm_h.display(),
+                got.join("; "),
+                want.join("; ")
+            ));
+        }
+    }
+    println!("cargo:rustc-cfg=topo_order");
+}
+
 fn check(what: &str, got: &[String], want: &[&str], header: &Path, prefix: bool) {
     let n = if prefix {
         want.len().min(got.len())
@@ -287,6 +369,7 @@ fn main() {
         ));
     };
 
+    topo_order(Path::new(&dir), version);
     let spank = read(&spank_h);
     check(
         "enum spank_item",

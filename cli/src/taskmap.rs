@@ -75,6 +75,11 @@ fn hosts(a: &TaskmapArgs) -> Result<Vec<String>, String> {
 
 fn from_slurm(a: &TaskmapArgs) -> Result<TaskMap, String> {
     let mut step = StepEnv::from_lookup(env);
+    // The node order lama's srun passed (LAMA_STEP_ORDER) is the running step's: not that of
+    // another layout described by these flags.
+    if a.tasks_per_node.is_some() || a.nodelist.is_some() || a.distribution.is_some() {
+        step.node_order = None;
+    }
     if a.tasks_per_node.is_some() {
         step.tasks_per_node = a.tasks_per_node.clone();
     }

@@ -25,6 +25,7 @@ fn step(distribution: &str, hostfile: Option<&str>) -> StepEnv {
         distribution: Some(distribution.into()),
         plane_size: distribution.strip_prefix("plane=").map(str::to_string),
         hostfile: hostfile.map(str::to_string),
+        node_order: None,
     }
 }
 
@@ -119,6 +120,7 @@ fn hostile(c: &mut Criterion) {
         distribution: Some("arbitrary".into()),
         plane_size: None,
         hostfile: Some(file.into()),
+        node_order: None,
     };
     let cases = [
         ("20-byte host file", "n1 a[0-16777214]\n".to_string()),
@@ -155,6 +157,7 @@ fn hostile(c: &mut Criterion) {
         distribution: Some("cyclic".into()),
         plane_size: None,
         hostfile: None,
+        node_order: None,
     };
     eprintln!(
         "25 KB tasks per node, cyclic: exported: {:?}",

@@ -39,6 +39,7 @@ fn main() {
         distribution: Some(dist.clone()),
         plane_size: dist.strip_prefix("plane=").map(str::to_string),
         hostfile: args.get(4).cloned(),
+        node_order: None,
     };
     let before = peak_kb();
     let text = match env.taskmap_from_files_within(MAX_TASK_MAP_BLOCKS) {

@@ -133,6 +133,7 @@ fn a_host_file_of_a_million_lines_is_read_from_disk() {
         distribution: Some("arbitrary".into()),
         plane_size: None,
         hostfile: Some(path.to_string_lossy().into_owned()),
+        node_order: None,
     };
     let map = env.taskmap_from_files().expect("map");
     assert_eq!(map.total_tasks(), tasks as u64);
@@ -155,6 +156,7 @@ fn tasks_per_node_with_many_runs_and_thousands_of_hosts() {
             distribution: Some(d.into()),
             plane_size: None,
             hostfile: None,
+            node_order: None,
         };
         let map = env.taskmap_from_files().expect("map");
         let dist = Distribution::parse(d, None, None).expect(d);
@@ -222,4 +224,42 @@ fn a_map_too_long_to_export_is_not_read_to_the_end() {
     }
     .to_string();
     assert!(msg.contains("lama taskmap --from-slurm"), "{msg}");
+}
+
+/// A block step laid out in topology order as Slurm 26.05's `_task_layout_topo` numbers it:
+/// nodes in `order`, each taking its `counts` tasks in turn. Returns each node's task ids.
+fn topo_tids(counts: &[u32], order: &[u32]) -> Vec<Vec<u32>> {
+    let mut tids = vec![Vec::new(); counts.len()];
+    let mut next = 0;
+    for &n in order {
+        for _ in 0..counts[n as usize] {
+            tids[n as usize].push(next);
+            next += 1;
+        }
+    }
+    tids
+}
+
+proptest! {
+    #[test]
+    fn topology_orders_round_trip_to_slurms_layout(
+        (counts, order) in prop::collection::vec(1u32..5, 1..30)
+            .prop_flat_map(|c| { let n = c.len() as u32; (Just(c), Just((0..n).collect::<Vec<u32>>()).prop_shuffle()) })
+    ) {
+        use lama::slurm::node_order::{block_order, decode_order, encode_order, ordered_block_map};
+        let tids = topo_tids(&counts, &order);
+        prop_assert_eq!(block_order(&tids), Some(order.clone()));
+        let text = encode_order(&order);
+        prop_assert_eq!(decode_order(&text, counts.len()).expect("decodes"), order.clone());
+        let mut per_task = vec![0u32; counts.iter().sum::<u32>() as usize];
+        for (n, ids) in tids.iter().enumerate() {
+            for &t in ids { per_task[t as usize] = n as u32; }
+        }
+        let want = TaskMap::encode(&per_task);
+        prop_assert_eq!(ordered_block_map(&counts, &order, usize::MAX).expect("map"), want.clone());
+        // What each node computes from the step's variables and the order srun passed.
+        let tpn = counts.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        let env = StepEnv { tasks_per_node: Some(tpn), node_order: Some(text), ..StepEnv::default() };
+        prop_assert_eq!(env.taskmap_from_files().expect("map"), want);
+    }
 }

@@ -20,6 +20,7 @@ use lama::environ::{
 };
 use lama::locality::{gpus_per_task, Locality, Weights};
 use lama::plugin::{GpuVisibility, NodeDevices, Options, Placing, Settings, TaskBinding};
+use lama::slurm::node_order::STEP_ORDER_VAR;
 use lama::slurm::{check_step_map, Beside, MapCheck, StepEnv};
 use lama::taskmap::{rfc34, TaskMap};
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle};
@@ -46,6 +47,7 @@ mod options;
 mod place;
 mod probe;
 mod room;
+mod step_order;
 mod task;
 
 use once::NodeOnce;
@@ -74,6 +76,10 @@ fn fail(msg: &str) -> Box<dyn Error> {
     Box::new(Reported)
 }
 
+/// Said with a task map that does not match Slurm's tasks on a release that lays block steps out
+/// in topology order, when srun passed no order.
+const TOPO_ORDER_UNKNOWN: &str = " (Slurm numbers a block step's tasks in the order of the network topology, which lama learns from lama in srun: srun passed none; is lama in the plugstack.conf srun reads?)";
+
 #[derive(Default)]
 struct Lama {
     settings: Settings,
@@ -85,6 +91,9 @@ struct Lama {
     /// In srun: it makes its own job (no allocation around it), so its `--thread-spec` is the
     /// job's.
     allocating: bool,
+    /// The order srun passed for a block step's nodes ([`step_order`]), read before
+    /// `user_init` removes it from the step's environment.
+    node_order: Option<String>,
 }
 
 /// srun's, sbatch's or salloc's own options: its command line, less srun's program and its
@@ -314,7 +323,10 @@ impl Lama {
         st.het = het_size.is_some_and(|n| n > 1);
         st.lap("Slurm's items");
         if st.manage_taskmap {
-            let env = StepEnv::from_lookup(crate::room::var);
+            let env = StepEnv {
+                node_order: self.node_order.clone(),
+                ..StepEnv::from_lookup(crate::room::var)
+            };
             // A layout that cannot be read is the same on every node, unless the host file could
             // not be read here.
             let step_wide = std::cell::Cell::new(true);
@@ -344,7 +356,10 @@ impl Lama {
                     })?;
                     check_step_map(&m, st.nodeid, &ranks, total, het_size)
                         .map(|how| (Some(m), how))
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| match env.node_order {
+                            None if cfg!(topo_order) => format!("{e}{TOPO_ORDER_UNKNOWN}"),
+                            _ => e.to_string(),
+                        })
                 });
             match map {
                 Ok((None, _)) => {
@@ -547,6 +562,15 @@ unsafe impl Plugin for Lama {
     /// the options are read), so a binding that contradicts lama's placement fails the step
     /// here, once, and one the site's default placement yields to is said here, once.
     fn local_user_init(&mut self, spank: &mut SpankHandle) -> Result {
+        let wanted = self.settings.taskmap && !self.user.off;
+        let step = (spank.job_id(), spank.job_stepid(), spank.job_nnodes());
+        let step = match step {
+            (Ok(job), Ok(step), Ok(nodes)) if wanted => Some((job, step, nodes)),
+            _ => None,
+        };
+        if let Some(why) = step_order::pass(step) {
+            log(LogLevel::Verbose, &format!("lama: {why}"));
+        }
         // MPI launcher daemons (started with --cpu-bind=none) are left alone on the nodes.
         if matches!(
             self.settings.placing(&self.user, None),
@@ -587,7 +611,12 @@ unsafe impl Plugin for Lama {
         }
         let vars = room::lama_variables();
         if let Some((_, inherited)) = &vars {
-            for name in inherited {
+            // Only a release that lays block steps out in topology order has one to read; it
+            // stays in the tasks' environment for `lama taskmap --from-slurm`.
+            self.node_order = (cfg!(topo_order) && inherited.contains(&STEP_ORDER_VAR))
+                .then(|| room::var(STEP_ORDER_VAR))
+                .flatten();
+            for name in inherited.iter().filter(|&&n| n != STEP_ORDER_VAR) {
                 let _ = spank.unsetenv(name);
             }
         }

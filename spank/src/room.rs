@@ -6,6 +6,7 @@ use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use lama::environ::{own_stack_limit, stack_limit, ExecSize};
+use lama::slurm::node_order::STEP_ORDER_VAR;
 use slurm_spank::spank_sys::{self, spank_t};
 
 /// The running callback's handle, for the items slurm-spank only hands out copied. Slurm runs
@@ -172,7 +173,7 @@ pub fn task_stack_limit(propagated: Option<&str>) -> Option<u64> {
 pub type LamaVariables = (Vec<(String, String)>, Vec<&'static str>);
 
 /// The step's `SLURM_LAMA_*` settings, and the names of lama's own task variables
-/// ([`INHERITED`], [`STEP_THREADS`]) it holds, read in place from its environment (`user_init`); `None`, having
+/// ([`INHERITED`], [`STEP_THREADS`], [`STEP_ORDER_VAR`]) it holds, read in place from its environment (`user_init`); `None`, having
 /// built nothing, when it has neither (nearly every step: its path stays short).
 pub fn lama_variables() -> Option<LamaVariables> {
     let env = strings(false)?;
@@ -198,7 +199,7 @@ fn classify(s: &[u8]) -> Option<Entry> {
     }
     INHERITED
         .iter()
-        .chain([&STEP_THREADS])
+        .chain([&STEP_THREADS, &STEP_ORDER_VAR])
         .find(|n| s.len() > n.len() && s.starts_with(n.as_bytes()) && s[n.len()] == b'=')
         .map(|n| Entry::Inherited(n))
 }

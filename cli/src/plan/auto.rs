@@ -34,6 +34,32 @@ pub fn block(np: usize, nodes: usize) -> Vec<Vec<u32>> {
         .collect()
 }
 
+/// Ranks per node: inside a running step's task with `--from-slurm`, the step's own layout
+/// (Slurm's order, with a 26.05 block step's topology order, as the plugin's `TASK_MAP`), when
+/// it has these counts; else [`block`].
+fn step_ranks(a: &PlanArgs, np: usize, nodes: usize) -> Vec<Vec<u32>> {
+    let step = a
+        .from_slurm
+        .then(|| {
+            lama::slurm::StepEnv::from_lookup(crate::env)
+                .taskmap_from_files()
+                .ok()
+        })
+        .flatten()
+        .filter(|m| m.nnodes() == nodes as u64 && m.total_tasks() == np as u64);
+    match step {
+        Some(map) => (0..nodes as u64)
+            .map(|n| {
+                map.tasks_on(n)
+                    .into_iter()
+                    .flat_map(|(a, b)| (a as u32)..=(b as u32))
+                    .collect()
+            })
+            .collect(),
+        None => block(np, nodes),
+    }
+}
+
 /// The GPUs `--step-gpus` names among the node's (all of them without it).
 fn step_gpus(loc: &Locality, list: Option<&str>) -> Result<Vec<PolicyGpu>, String> {
     let chosen = match list.map(str::trim) {
@@ -226,7 +252,7 @@ fn borrowed_memory(node: &NodeTopology, loc: Option<&Locality>) -> String {
         .collect()
 }
 
-/// Each node's ranks (Slurm's block order) placed by the policy, with their OpenMP places.
+/// Each node's ranks ([`step_ranks`]) placed by the policy, with their OpenMP places.
 fn plan_nodes(
     a: &PlanArgs,
     models: &[Model],
@@ -236,7 +262,7 @@ fn plan_nodes(
 ) -> Result<Vec<NodePlan>, (String, String)> {
     let workers = auto_workers(threads, a.cpus_per_task.map(|c| c as usize));
     let mut plans = Vec::new();
-    for (n, ranks) in block(np, per_node.len()).into_iter().enumerate() {
+    for (n, ranks) in step_ranks(a, np, per_node.len()).into_iter().enumerate() {
         let (node, loc) = &models[per_node[n]];
         let gpus = match loc.as_ref() {
             Some(loc) => step_gpus(loc, a.step_gpus.as_deref())

@@ -9,6 +9,7 @@
 
 use super::distribution::Distribution;
 use super::hostlist::{expand_counts_within, expand_hostlist_within, LayoutError};
+use super::node_order::{decode_order, ordered_block_map, STEP_ORDER_VAR};
 use super::step_map::{
     arbitrary_map, arbitrary_map_within, counts_map, counts_map_within, HostFile,
 };
@@ -118,7 +119,8 @@ pub fn step_taskmap(
 
 /// The values a step's layout is read from, as Slurm names them in the task environment
 /// (`SLURM_STEP_TASKS_PER_NODE`, `SLURM_STEP_NODELIST`, `SLURM_DISTRIBUTION`,
-/// `SLURM_DIST_PLANESIZE`, `SLURM_HOSTFILE`). Empty means not given.
+/// `SLURM_DIST_PLANESIZE`, `SLURM_HOSTFILE`), and the node order lama's srun passes
+/// ([`super::node_order`]). Empty means not given.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StepEnv {
     /// Tasks per node, e.g. `2(x3),1`.
@@ -131,6 +133,9 @@ pub struct StepEnv {
     pub plane_size: Option<String>,
     /// Path of the host file for `arbitrary`.
     pub hostfile: Option<String>,
+    /// The order a block step's nodes take their tasks in when it is not node order
+    /// ([`super::node_order::STEP_ORDER_VAR`], passed by lama in srun from Slurm's layout).
+    pub node_order: Option<String>,
 }
 
 impl StepEnv {
@@ -143,6 +148,7 @@ impl StepEnv {
             distribution: g("SLURM_DISTRIBUTION"),
             plane_size: g("SLURM_DIST_PLANESIZE"),
             hostfile: g("SLURM_HOSTFILE"),
+            node_order: g(STEP_ORDER_VAR),
         }
     }
 
@@ -229,6 +235,11 @@ impl StepEnv {
         if !arbitrary_step {
             let d = Distribution::parse(dist, plane, None)?;
             check_total(&counts)?;
+            // Only a block step is laid out in the topology's order.
+            if let (Distribution::Block, Some(text)) = (&d, &self.node_order) {
+                let order = decode_order(text, counts.len())?;
+                return Ok(ordered_block_map(&counts, &order, max_blocks));
+            }
             return Ok(counts_map_within(&counts, &d, max_blocks).flatten());
         }
         let path = self.hostfile.as_deref().ok_or_else(|| {

@@ -6,6 +6,7 @@
 //! | [`hostlist`] | hostlist expressions, `SLURM_STEP_TASKS_PER_NODE` counts, host files, read within limits |
 //! | [`distribution`] | `SLURM_DISTRIBUTION`: block, cyclic, plane, arbitrary |
 //! | [`layout`] | which task runs on which node, as Slurm lays a step out; the step's values (`StepEnv`) |
+//! | [`node_order`] | the topology order of a block step's nodes (Slurm 26.05), passed from srun |
 //! | [`step_map`] | a step's task map without one entry per task (what every node computes) |
 //! | [`binding`] | Slurm's own `--cpu-bind` and `--mem-bind` beside lama's placement: which wins |
 //! | [`gpu_bind`] | Slurm's GPU binding task by task beside the automatic policy: the GPU decides the domain |
@@ -26,6 +27,7 @@ pub mod hostfile;
 pub mod hostlist;
 pub mod launcher;
 pub mod layout;
+pub mod node_order;
 pub mod reserved;
 pub mod step_map;
 
