@@ -94,6 +94,9 @@ struct Lama {
     /// The order srun passed for a block step's nodes ([`step_order`]), read before
     /// `user_init` removes it from the step's environment.
     node_order: Option<String>,
+    /// What the user asked Slurm's own binding for (`lama::slurm::site_default`): in srun, read
+    /// from its options as it starts; on the nodes, from [`room::STEP_SLURM_BINDING`].
+    slurm_asked: Option<String>,
 }
 
 /// srun's, sbatch's or salloc's own options: its command line, less srun's program and its
@@ -515,6 +518,12 @@ unsafe impl Plugin for Lama {
                 })
                 .collect();
             self.user = options::user_options(&env).map_err(|e| fail(&e))?;
+            // Before srun writes the step's own variables (the site's CpuBind= among them).
+            if ctx == Context::Local {
+                let options = own_options(spank, ctx);
+                self.slurm_asked =
+                    lama::slurm::slurm_binding_asked(&options, |k| std::env::var(k).ok());
+            }
             self.settings
                 .placing(&self.user, None)
                 .map_err(|e| fail(&e.to_string()))?;
@@ -571,12 +580,20 @@ unsafe impl Plugin for Lama {
         if let Some(why) = step_order::pass(step) {
             log(LogLevel::Verbose, &format!("lama: {why}"));
         }
+        std::env::remove_var(room::STEP_SLURM_BINDING);
         // MPI launcher daemons (started with --cpu-bind=none) are left alone on the nodes.
         if matches!(
             self.settings.placing(&self.user, None),
             Ok(Placing::LeftAlone) | Err(_)
         ) || room::launcher_daemon().is_some()
         {
+            return Ok(());
+        }
+        // What the user asked of Slurm stands beside the site's default placement.
+        if let Some(asked) = self.slurm_asked.as_ref().filter(|_| !self.user.any()) {
+            let note = lama::slurm::stand_aside_note(asked);
+            log(LogLevel::Info, &format!("lama: {note}"));
+            std::env::set_var(room::STEP_SLURM_BINDING, asked);
             return Ok(());
         }
         // init_post_opt has checked the value.
@@ -615,6 +632,10 @@ unsafe impl Plugin for Lama {
             // stays in the tasks' environment for `lama taskmap --from-slurm`.
             self.node_order = (cfg!(topo_order) && inherited.contains(&STEP_ORDER_VAR))
                 .then(|| room::var(STEP_ORDER_VAR))
+                .flatten();
+            self.slurm_asked = inherited
+                .contains(&room::STEP_SLURM_BINDING)
+                .then(|| room::var(room::STEP_SLURM_BINDING))
                 .flatten();
             for name in inherited.iter().filter(|&&n| n != STEP_ORDER_VAR) {
                 let _ = spank.unsetenv(name);

@@ -29,6 +29,12 @@ impl Lama {
         if p == Placing::LeftAlone {
             return Ok(p);
         }
+        // srun found the user asked Slurm's binding for something, and lama for nothing.
+        if let Some(asked) = self.slurm_asked.as_ref().filter(|_| !self.user.any()) {
+            let note = lama::slurm::stand_aside_note(asked);
+            log(LogLevel::Info, &format!("lama: {note}"));
+            return Ok(Placing::LeftAlone);
+        }
         let lama_mem = self.settings.mem(&self.user).map_err(|e| e.to_string())?;
         let get = |k: &str| crate::room::var(k);
         match auto::slurm_binding(&self.user, lama_mem.is_some(), get) {

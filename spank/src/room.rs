@@ -173,7 +173,7 @@ pub fn task_stack_limit(propagated: Option<&str>) -> Option<u64> {
 pub type LamaVariables = (Vec<(String, String)>, Vec<&'static str>);
 
 /// The step's `SLURM_LAMA_*` settings, and the names of lama's own task variables
-/// ([`INHERITED`], [`STEP_THREADS`], [`STEP_ORDER_VAR`]) it holds, read in place from its environment (`user_init`); `None`, having
+/// ([`INHERITED`], [`STEP_THREADS`], [`STEP_ORDER_VAR`], [`STEP_SLURM_BINDING`]) it holds, read in place from its environment (`user_init`); `None`, having
 /// built nothing, when it has neither (nearly every step: its path stays short).
 pub fn lama_variables() -> Option<LamaVariables> {
     let env = strings(false)?;
@@ -199,7 +199,7 @@ fn classify(s: &[u8]) -> Option<Entry> {
     }
     INHERITED
         .iter()
-        .chain([&STEP_THREADS, &STEP_ORDER_VAR])
+        .chain([&STEP_THREADS, &STEP_ORDER_VAR, &STEP_SLURM_BINDING])
         .find(|n| s.len() > n.len() && s.starts_with(n.as_bytes()) && s[n.len()] == b'=')
         .map(|n| Entry::Inherited(n))
 }
@@ -232,6 +232,12 @@ pub const INHERITED: [&str; 4] = ["LAMA_CPUS", "LAMA_GPUS", "LAMA_NICS", "LAMA_M
 /// (`lama::slurm::threads_per_core_dropped`); read and removed, like [`INHERITED`], before any
 /// task sees it.
 pub const STEP_THREADS: &str = "LAMA_STEP_THREADS";
+
+/// Set by lama in srun when the user asked Slurm's own binding for something and lama for
+/// nothing, under a placement the site made the default (`lama::slurm::site_default`): the
+/// option as the user gave it. Every node then leaves the step to Slurm; read and removed, like
+/// [`INHERITED`], before any task sees it.
+pub const STEP_SLURM_BINDING: &str = "LAMA_STEP_SLURM_BINDING";
 
 /// The MPI launcher daemon the step runs (its first argument, compared in place), if any.
 pub fn launcher_daemon() -> Option<&'static str> {

@@ -95,9 +95,31 @@ if [ "$(grep -c '^at ' <<<"$out")" = 4 ] && [ -z "$bad" ] && [ "$(grep -c 'lama:
   ok "site policy=auto, srun --cpu-bind=none: 4 tasks on 2 nodes unbound (0-$last) with TASK_MAP, said once"
 else not_ok "site policy=auto with --cpu-bind=none" "$out"; fi
 out=$(run -N1 -n1 -c"$cpus" --cpu-bind=map_cpu:$last bash -c "$where" 2>&1)
-if grep -q "^at 0 unplaced $last map$" <<<"$out" && [ "$(grep -c 'lama: --cpu-bind=map_cpu: this step is left to Slurm' <<<"$out")" = 1 ]; then
+if grep -q "^at 0 unplaced $last map$" <<<"$out" && [ "$(grep -c "lama: --cpu-bind=map_cpu:$last: this step is left to Slurm" <<<"$out")" = 1 ]; then
   ok "site policy=auto, srun --cpu-bind=map_cpu:$last: Slurm's map binds the task, said once"
 else not_ok "site policy=auto with --cpu-bind=map_cpu" "$out"; fi
+# Whatever else the user asked Slurm's binding for stands too, with lama asked for nothing: a
+# granularity, the socket and core parts of -m, a --hint that binds, and SLURM_CPU_BIND exported
+# for srun. The step is bound as with --lama-off (Slurm alone), lama places nothing (no
+# LAMA_CPUS), TASK_MAP is there, and srun says so once. With any --lama-* option beside it, lama
+# places (the granularity rows above).
+for asked in --cpu-bind=threads --cpu-bind=cores --cpu-bind=sockets --cpu-bind=ldoms --cpu-bind=rank_ldom \
+  "-m block:cyclic" "-m block:block:fcyclic" --hint=compute_bound --hint=memory_bound SLURM_CPU_BIND=cores; do
+  if [[ $asked == SLURM_* ]]; then args=() envs=("$asked") named=$asked
+  else read -ra args <<<"$asked"; envs=() named=$asked; fi
+  slurm=$(env "${envs[@]}" timeout 120 srun -N2 -n4 "${args[@]}" --lama-off bash -c "$where" 2>&1 | awk '$1 == "at" {print $2, $4}' | sort -n)
+  out=$(env "${envs[@]}" timeout 120 srun -N2 -n4 "${args[@]}" bash -c "$where" 2>&1)
+  got=$(awk '$1 == "at" {print $2, $4}' <<<"$out" | sort -n)
+  bad=$(awk '$1 == "at" && ($3 != "unplaced" || $5 != "map")' <<<"$out")
+  if [ "$(grep -c '^at ' <<<"$out")" = 4 ] && [ -z "$bad" ] && [ "$got" = "$slurm" ] &&
+    [ "$(grep -cF "lama: $named: this step is left to Slurm" <<<"$out")" = 1 ]; then
+    ok "site policy=auto, $named: bound as Slurm alone binds it, with TASK_MAP, said once"
+  else not_ok "site policy=auto with $named" "got (rank cpus):" "$got" "Slurm alone:" "$slurm" "$out"; fi
+done
+out=$(run -N2 -n4 --cpu-bind=cores --lama-verbose bash -c "$where" 2>&1)
+if [ "$(awk '$1 == "at" && $3 != "unplaced"' <<<"$out" | wc -l)" = 4 ] && ! grep -q 'left to Slurm' <<<"$out"; then
+  ok "site policy=auto, --cpu-bind=cores with --lama-verbose: the user asked lama too, and the policy places the step"
+else not_ok "site policy=auto, --cpu-bind=cores with --lama-verbose" "$out"; fi
 out=$(run -N1 -n"$cpus" bash -c "$where" 2>&1)
 got=$(awk '$1 == "at" {print $2, $3}' <<<"$out" | sort -n)
 want=$(for ((t = 0; t < cpus; t++)); do echo "$t $t"; done)
@@ -187,6 +209,26 @@ thread_spec_case "srun -S1 (a core kept by Slurm)" ",$(pu core:7 | tr , '\n' | p
 # socket 0, cuda2-3 on socket 1, and gres.conf says so (Cores=0-3, 4-7).
 # Each task's CPUs as "rank cpus", sorted, from a step's output.
 at() { awk '$1 == "at" {print $2, $3}' <<<"$1" | sort -n | paste -sd' '; }
+# --exclusive on srun means --exact too (Slurm's arg_set_exclusive): the step holds only what its
+# one task asks for, as with --exact, where the step of an exclusive salloc holds the whole node;
+# 26.05's --exclusive=allocation makes the job exclusive without --exact. The policy gives the
+# step's one task all of the step's CPUs, so the CPUs a task gets show which the step held.
+cpus_of() { awk '$1 == "at" {print $3}' <<<"$1" | tr , '\n' | grep -c .; }
+exact=$(cpus_of "$(run -N1 -w n1 -n1 --exact --lama-policy=auto bash -c "$report" 2>&1)")
+node=$(cpus_of "$(timeout 120 salloc -N1 -w n1 --exclusive srun -n1 --lama-policy=auto bash -c "$report" 2>&1)")
+for how in "srun --exclusive" "salloc --exclusive, srun --exclusive"; do
+  if [ "$how" = "srun --exclusive" ]; then out=$(run -N1 -w n1 -n1 --exclusive --lama-policy=auto bash -c "$report" 2>&1)
+  else out=$(timeout 120 salloc -N1 -w n1 --exclusive srun -n1 --exclusive --lama-policy=auto bash -c "$report" 2>&1); fi
+  if [ "$(cpus_of "$out")" = "$exact" ] && [ "$exact" -lt "$node" ]; then
+    ok "$how -n1 --lama-policy=auto: the step holds what --exact gives ($exact CPU(s), the exclusive node $node): lama places within them"
+  else not_ok "$how -n1: $(cpus_of "$out") CPUs, --exact gives $exact, the whole node $node" "$out"; fi
+done
+if [ "$(printf '%s\n' 26.05 "$release" | sort -V | head -n 1)" = 26.05 ]; then
+  out=$(run -N1 -w n1 -n1 --exclusive=allocation --lama-policy=auto bash -c "$report" 2>&1)
+  if [ "$(cpus_of "$out")" = "$node" ]; then
+    ok "srun --exclusive=allocation -n1 --lama-policy=auto: the step holds the whole node ($node CPUs), and lama places over it"
+  else not_ok "srun --exclusive=allocation -n1: $(cpus_of "$out") CPUs, the whole node $node" "$out"; fi
+fi
 # --ntasks-per-core=1 beside a map that packs hardware threads first (hcsbn): Slurm's count holds
 # inside the node too (MPPR 1:c): four tasks on four cores, one thread each, where the map alone
 # puts two tasks on each core.

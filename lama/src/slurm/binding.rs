@@ -80,9 +80,7 @@ pub fn beside(
             Some(lama) => Beside::Refuse(format!(
                 "{slurm} and {lama} cannot be used together: {why}; drop one of them (--lama-off leaves the step to Slurm)"
             )),
-            None => Beside::LeaveToSlurm(format!(
-                "{slurm}: this step is left to Slurm's binding (the site's default placement by lama does not apply; --lama-map or --lama-policy=auto would ask for it, without {slurm})"
-            )),
+            None => Beside::LeaveToSlurm(super::site_default::stand_aside_note(&slurm)),
         };
     }
     let follow = match mem {

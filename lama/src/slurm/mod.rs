@@ -11,6 +11,7 @@
 //! | [`binding`] | Slurm's own `--cpu-bind` and `--mem-bind` beside lama's placement: which wins |
 //! | [`gpu_bind`] | Slurm's GPU binding task by task beside the automatic policy: the GPU decides the domain |
 //! | [`gpu_by_id`] | GPUs Slurm binds by task id (`map_gpu`, `mask_gpu`, `per_task`): each local task's, by Slurm's rule |
+//! | [`site_default`] | a placement the site made the default beside what the user asked Slurm's binding for |
 //! | [`reserved`] | hardware threads a job keeps for the system (`--thread-spec`) |
 //! | [`checks`] | the task map against Slurm's items on a node; `SLURM_CPU_BIND*` for lama's binding |
 //! | [`hostfile`] | host files for Slurm's arbitrary distribution, written from a LAMA map |
@@ -29,6 +30,7 @@ pub mod launcher;
 pub mod layout;
 pub mod node_order;
 pub mod reserved;
+pub mod site_default;
 pub mod step_map;
 
 pub use binding::{
@@ -43,3 +45,4 @@ pub use hostlist::{
 };
 pub use layout::{layout, step_taskmap, StepEnv};
 pub use reserved::{job_holds_node, reserved_threads, thread_spec_asked, THREAD_SPEC_VAR};
+pub use site_default::{slurm_binding_asked, stand_aside_note};
