@@ -82,6 +82,17 @@ for kind in "${networks[@]}"; do
   # order).
   ntasks=3 case_ "a -N2 -n3 -w n2,n3 step of a salloc -N4 job" "$([ "$ordered" = 1 ] && echo n3 || echo n2)" \
     --overcommit -N2 -n3 -w n2,n3 --jobid=""
+  # lama plan --from-slurm inside a task of the running step: the policy's plan numbers the
+  # ranks as the step does.
+  if [ "$kind" = tree ]; then
+    out=$(run -N4 -n4 bash -c 'echo "map $TASK_MAP"; [ "$SLURM_PROCID" != 0 ] ||
+      echo "plan $("'"$lama"'" plan --from-slurm --policy auto --format json | python3 -c "import json, sys; print(json.dumps(json.load(sys.stdin)[\"taskmap\"], separators=(\",\", \":\")))")"' 2>&1)
+    maps=$(awk '$1 == "map" {print $2}' <<<"$out" | sort -u)
+    plan=$(awk '$1 == "plan" {print $2}' <<<"$out")
+    if [ "$(wc -l <<<"$maps")" = 1 ] && [ -n "$plan" ] && [ "$(python3 -c "import json, sys; print(json.loads(sys.argv[1]) == json.loads(sys.argv[2]))" "$maps" "$plan" 2>&1)" = True ]; then
+      ok "$kind: lama plan --from-slurm --policy auto inside the step's task 0: its task map is the step's TASK_MAP $maps"
+    else not_ok "$kind: lama plan --from-slurm inside a task" "$out"; fi
+  fi
   # A heterogeneous step: Slurm numbers its nodes and tasks component after component.
   ntasks=4 case_ "heterogeneous -N3 -n3 -w n1,n2,n3 : -N1 -n1 -w n4" any -N3 -n3 -w n1,n2,n3 : -N1 -n1 -w n4
   # An srun that does not load lama (another plugstack.conf than the nodes'): the nodes cannot

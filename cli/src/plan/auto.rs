@@ -16,7 +16,6 @@ use super::{Model, PlanArgs, PlanFormat};
 
 /// One node's ranks, placed.
 struct NodePlan {
-    ranks: Vec<u32>,
     placed: AutoPlaced,
     places: Vec<ThreadPlan>,
 }
@@ -103,20 +102,25 @@ pub fn render(
         replace: false,
     });
     let plans = plan_nodes(a, models, per_node, np, threads.as_ref())?;
-    let node_of: Vec<u32> = plans
+    // Rank by rank: a running step's ranks need not follow node order (step_ranks).
+    let mut by_rank: Vec<(u32, usize, &[u32])> = plans
         .iter()
         .enumerate()
-        .flat_map(|(n, p)| p.ranks.iter().map(move |_| n as u32))
+        .flat_map(|(n, p)| {
+            p.placed
+                .tasks
+                .iter()
+                .map(move |t| (t.rank, n, t.cpus.as_slice()))
+        })
         .collect();
+    by_rank.sort_unstable_by_key(|&(r, _, _)| r);
+    let node_of: Vec<u32> = by_rank.iter().map(|&(_, n, _)| n as u32).collect();
     if a.format.is_launcher() {
-        let ranks: Vec<RankPlace> = plans
+        let ranks: Vec<RankPlace> = by_rank
             .iter()
-            .enumerate()
-            .flat_map(|(n, p)| {
-                p.placed.tasks.iter().map(move |t| RankPlace {
-                    node: n,
-                    cpus: t.cpus.clone(),
-                })
+            .map(|&(_, node, cpus)| RankPlace {
+                node,
+                cpus: cpus.to_vec(),
             })
             .collect();
         return super::launcher_text(a.format, &ranks, hosts, usable)
@@ -281,11 +285,7 @@ fn plan_nodes(
         .map_err(|e| ("placement".to_string(), format!("node {n}: {e}")))?;
         let places = auto_threads(node, &placed.tasks, threads)
             .map_err(|e| ("threads".to_string(), e.to_string()))?;
-        plans.push(NodePlan {
-            ranks,
-            placed,
-            places,
-        });
+        plans.push(NodePlan { placed, places });
     }
     Ok(plans)
 }
