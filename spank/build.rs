@@ -267,7 +267,47 @@ fn topo_order(include: &Path, version: u32) {
             ));
         }
     }
+    gate(include);
     println!("cargo:rustc-cfg=topo_order");
+}
+
+/// Compiles `c/topology_gate.c` against the release's `slurm.h` (its `slurm_conf_t` is too large
+/// to declare twice): srun asks it whether the step's layout can be in topology order at all
+/// before it asks the controller.
+fn gate(include: &Path) {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
+    let src = PathBuf::from(dir).join("c/topology_gate.c");
+    println!("cargo:rerun-if-changed={}", src.display());
+    let Ok(out) = std::env::var("OUT_DIR").map(PathBuf::from) else {
+        die("cargo did not set OUT_DIR".into());
+    };
+    let obj = out.join("topology_gate.o");
+    let lib = out.join("liblama_topology_gate.a");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let run = |cmd: &mut std::process::Command, what: &str| match cmd.status() {
+        Ok(s) if s.success() => {}
+        Ok(s) => die(format!("{what} failed ({s})")),
+        Err(e) => die(format!("cannot run {what}: {e}")),
+    };
+    run(
+        std::process::Command::new(&cc)
+            .args(["-c", "-O2", "-fPIC", "-Wall", "-Werror", "-I"])
+            .arg(include)
+            .arg(&src)
+            .arg("-o")
+            .arg(&obj),
+        &format!("{cc} on {}", src.display()),
+    );
+    let _ = std::fs::remove_file(&lib);
+    run(
+        std::process::Command::new("ar")
+            .arg("crs")
+            .arg(&lib)
+            .arg(&obj),
+        "ar",
+    );
+    println!("cargo:rustc-link-search=native={}", out.display());
+    println!("cargo:rustc-link-lib=static=lama_topology_gate");
 }
 
 fn check(what: &str, got: &[String], want: &[&str], header: &Path, prefix: bool) {

@@ -6,8 +6,11 @@
 //! then reads the same order and checks it against its own tasks; the tasks keep it, for
 //! `lama taskmap --from-slurm`.
 //!
-//! One call to the controller (or the job's step manager) per multi-node step, in srun only;
-//! plugins built for earlier releases, whose block steps are always in node order, make none.
+//! One call to the controller (or the job's step manager) per multi-node step, in srun only,
+//! and only where srun's configuration can order steps at all (a topology plugin that ranks
+//! nodes, or a `topology.yaml`, and no `CR_NO_DIST_TOPO_BLOCK`: `c/topology_gate.c`, a stat at
+//! most); plugins built for earlier releases, whose block steps are always in node order, make
+//! none.
 
 use lama::slurm::node_order::STEP_ORDER_VAR;
 
@@ -41,9 +44,22 @@ fn read(_job: u32, _step: u32) -> Result<Option<String>, String> {
 }
 
 #[cfg(topo_order)]
+extern "C" {
+    /// `c/topology_gate.c`: 1 when srun's configuration may lay block steps out in topology
+    /// order, 0 when it cannot, -1 when srun has none to read.
+    fn lama_topology_may_order() -> std::os::raw::c_int;
+}
+
+#[cfg(topo_order)]
 fn read(job: u32, step: u32) -> Result<Option<String>, String> {
     use lama::slurm::node_order::{block_order, encode_order, is_node_order};
     use std::os::raw::{c_char, c_void};
+
+    // SAFETY: reads srun's loaded configuration (a global of libslurm) and at most stats one
+    // file; no argument, nothing kept.
+    if unsafe { lama_topology_may_order() } == 0 {
+        return Ok(None);
+    }
 
     /// `slurm_step_id_t`, as `slurm.h` declares it (checked by build.rs).
     #[repr(C)]
