@@ -75,6 +75,7 @@ fn hosts(a: &TaskmapArgs) -> Result<Vec<String>, String> {
 
 fn from_slurm(a: &TaskmapArgs) -> Result<TaskMap, String> {
     let mut step = StepEnv::from_lookup(env);
+    step.step_id = StepEnv::task_step_id(env);
     // The node order lama's srun passed (LAMA_STEP_ORDER) is the running step's: not that of
     // another layout described by these flags.
     if a.tasks_per_node.is_some() || a.nodelist.is_some() || a.distribution.is_some() {

@@ -26,6 +26,7 @@ fn step(distribution: &str, hostfile: Option<&str>) -> StepEnv {
         plane_size: distribution.strip_prefix("plane=").map(str::to_string),
         hostfile: hostfile.map(str::to_string),
         node_order: None,
+        step_id: None,
     }
 }
 
@@ -121,6 +122,7 @@ fn hostile(c: &mut Criterion) {
         plane_size: None,
         hostfile: Some(file.into()),
         node_order: None,
+        step_id: None,
     };
     let cases = [
         ("20-byte host file", "n1 a[0-16777214]\n".to_string()),
@@ -158,6 +160,7 @@ fn hostile(c: &mut Criterion) {
         plane_size: None,
         hostfile: None,
         node_order: None,
+        step_id: None,
     };
     eprintln!(
         "25 KB tasks per node, cyclic: exported: {:?}",

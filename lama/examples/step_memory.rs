@@ -40,6 +40,7 @@ fn main() {
         plane_size: dist.strip_prefix("plane=").map(str::to_string),
         hostfile: args.get(4).cloned(),
         node_order: None,
+        step_id: None,
     };
     let before = peak_kb();
     let text = match env.taskmap_from_files_within(MAX_TASK_MAP_BLOCKS) {

@@ -163,6 +163,7 @@ fn a_node_list_is_expanded_no_further_than_the_step_has_nodes() {
         plane_size: None,
         hostfile: Some(path.to_str().unwrap().into()),
         node_order: None,
+        step_id: None,
     };
     let (r, bytes) = peak(|| env.taskmap_from_files_within(1000));
     assert!(r.unwrap_err().to_string().contains("more than 3 hosts"));
@@ -179,6 +180,7 @@ fn tasks_per_node_for_more_nodes_than_slurm_says_cost_nothing() {
         plane_size: None,
         hostfile: None,
         node_order: None,
+        step_id: None,
     };
     let (r, bytes) = peak(|| env.taskmap_of_step(lama::environ::MAX_TASK_MAP_BLOCKS, Some(3)));
     let e = r.unwrap_err().to_string();
@@ -223,6 +225,7 @@ fn a_25_kb_tasks_per_node_string_is_bounded() {
         plane_size: None,
         hostfile: None,
         node_order: None,
+        step_id: None,
     };
     let (r, bytes) = peak(|| env.taskmap_from_files_within(lama::environ::MAX_TASK_MAP_BLOCKS));
     // Too long to export, said as such (the plugin's warning), not computed to the end.

@@ -134,6 +134,7 @@ fn a_host_file_of_a_million_lines_is_read_from_disk() {
         plane_size: None,
         hostfile: Some(path.to_string_lossy().into_owned()),
         node_order: None,
+        step_id: None,
     };
     let map = env.taskmap_from_files().expect("map");
     assert_eq!(map.total_tasks(), tasks as u64);
@@ -157,6 +158,7 @@ fn tasks_per_node_with_many_runs_and_thousands_of_hosts() {
             plane_size: None,
             hostfile: None,
             node_order: None,
+            step_id: None,
         };
         let map = env.taskmap_from_files().expect("map");
         let dist = Distribution::parse(d, None, None).expect(d);
@@ -251,6 +253,7 @@ proptest! {
         prop_assert_eq!(block_order(&tids), Some(order.clone()));
         let text = encode_order(&order);
         prop_assert_eq!(decode_order(&text, counts.len()).expect("decodes"), order.clone());
+        let value = lama::slurm::node_order::step_value(7, 0, &order);
         let mut per_task = vec![0u32; counts.iter().sum::<u32>() as usize];
         for (n, ids) in tids.iter().enumerate() {
             for &t in ids { per_task[t as usize] = n as u32; }
@@ -259,7 +262,10 @@ proptest! {
         prop_assert_eq!(ordered_block_map(&counts, &order, usize::MAX).expect("map"), want.clone());
         // What each node computes from the step's variables and the order srun passed.
         let tpn = counts.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-        let env = StepEnv { tasks_per_node: Some(tpn), node_order: Some(text), ..StepEnv::default() };
+        let env = StepEnv { tasks_per_node: Some(tpn), node_order: Some(value), step_id: Some("7.0".into()), ..StepEnv::default() };
         prop_assert_eq!(env.taskmap_from_files().expect("map"), want);
+        // Another step's order (an outer step's, inherited) is not this step's.
+        let other = StepEnv { step_id: Some("7.1".into()), ..env };
+        prop_assert_eq!(other.taskmap_from_files().expect("map"), step_taskmap(&counts, &Distribution::Block, &[]).expect("map"));
     }
 }

@@ -326,8 +326,15 @@ impl Lama {
         st.het = het_size.is_some_and(|n| n > 1);
         st.lap("Slurm's items");
         if st.manage_taskmap {
+            // Read only for a step that holds an order (Slurm's items, not the environment).
+            let step_id = self
+                .node_order
+                .as_ref()
+                .and_then(|_| spank.job_id().ok().zip(spank.job_stepid().ok()))
+                .map(|(j, s)| format!("{j}.{s}"));
             let env = StepEnv {
                 node_order: self.node_order.clone(),
+                step_id,
                 ..StepEnv::from_lookup(crate::room::var)
             };
             // A layout that cannot be read is the same on every node, unless the host file could

@@ -52,7 +52,7 @@ extern "C" {
 
 #[cfg(topo_order)]
 fn read(job: u32, step: u32) -> Result<Option<String>, String> {
-    use lama::slurm::node_order::{block_order, encode_order, is_node_order};
+    use lama::slurm::node_order::{block_order, is_node_order, step_value};
     use std::os::raw::{c_char, c_void};
 
     // SAFETY: reads srun's loaded configuration (a global of libslurm) and at most stats one
@@ -150,6 +150,6 @@ fn read(job: u32, step: u32) -> Result<Option<String>, String> {
     // withhold the map and say why.
     Ok(order
         .filter(|o| !is_node_order(o))
-        .map(|o| encode_order(&o))
+        .map(|o| step_value(job, step, &o))
         .filter(|v| v.len() < lama::environ::MAX_VARIABLE_BYTES))
 }

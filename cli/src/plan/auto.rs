@@ -8,6 +8,7 @@ use lama::openmp::{ProcBind, ThreadPlan, Threads};
 use lama::plugin::{auto_threads, auto_workers, place_auto, AutoPlaced, ThreadRequest};
 use lama::policy::{gpus_of, PolicyGpu};
 use lama::slurm::launcher::RankPlace;
+use lama::slurm::StepEnv;
 use lama::taskmap::{rfc34, TaskMap};
 use lama::NodeTopology;
 use serde_json::json;
@@ -40,9 +41,11 @@ fn step_ranks(a: &PlanArgs, np: usize, nodes: usize) -> Vec<Vec<u32>> {
     let step = a
         .from_slurm
         .then(|| {
-            lama::slurm::StepEnv::from_lookup(crate::env)
-                .taskmap_from_files()
-                .ok()
+            let env = StepEnv {
+                step_id: StepEnv::task_step_id(crate::env),
+                ..StepEnv::from_lookup(crate::env)
+            };
+            env.taskmap_from_files().ok()
         })
         .flatten()
         .filter(|m| m.nnodes() == nodes as u64 && m.total_tasks() == np as u64);

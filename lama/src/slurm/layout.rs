@@ -9,7 +9,7 @@
 
 use super::distribution::Distribution;
 use super::hostlist::{expand_counts_within, expand_hostlist_within, LayoutError};
-use super::node_order::{decode_order, ordered_block_map, STEP_ORDER_VAR};
+use super::node_order::{decode_order, order_of_step, ordered_block_map, STEP_ORDER_VAR};
 use super::step_map::{
     arbitrary_map, arbitrary_map_within, counts_map, counts_map_within, HostFile,
 };
@@ -136,6 +136,10 @@ pub struct StepEnv {
     /// The order a block step's nodes take their tasks in when it is not node order
     /// ([`super::node_order::STEP_ORDER_VAR`], passed by lama in srun from Slurm's layout).
     pub node_order: Option<String>,
+    /// The step these values are of, `JOB.STEP` (Slurm's items in the plugin; a task's
+    /// `SLURM_JOB_ID` and `SLURM_STEP_ID`, [`StepEnv::task_step_id`], in the `lama` command): a
+    /// node order written for another step is ignored. Not read by [`StepEnv::from_lookup`].
+    pub step_id: Option<String>,
 }
 
 impl StepEnv {
@@ -149,7 +153,20 @@ impl StepEnv {
             plane_size: g("SLURM_DIST_PLANESIZE"),
             hostfile: g("SLURM_HOSTFILE"),
             node_order: g(STEP_ORDER_VAR),
+            step_id: None,
         }
+    }
+
+    /// The step a task runs in, `JOB.STEP`, from its `SLURM_JOB_ID` and `SLURM_STEP_ID`.
+    pub fn task_step_id(get: impl Fn(&str) -> Option<String>) -> Option<String> {
+        let g = |n: &str| {
+            get(n)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        g("SLURM_JOB_ID")
+            .zip(g("SLURM_STEP_ID"))
+            .map(|(j, s)| format!("{j}.{s}"))
     }
 
     /// The step's task map; `read` returns a file's contents (the host file of `arbitrary`), or
@@ -236,9 +253,11 @@ impl StepEnv {
             let d = Distribution::parse(dist, plane, None)?;
             check_total(&counts)?;
             // Only a block step is laid out in the topology's order.
-            if let (Distribution::Block, Some(text)) = (&d, &self.node_order) {
-                let order = decode_order(text, counts.len())?;
-                return Ok(ordered_block_map(&counts, &order, max_blocks));
+            if let (Distribution::Block, Some(value)) = (&d, &self.node_order) {
+                if let Some(text) = order_of_step(value, self.step_id.as_deref())? {
+                    let order = decode_order(text, counts.len())?;
+                    return Ok(ordered_block_map(&counts, &order, max_blocks));
+                }
             }
             return Ok(counts_map_within(&counts, &d, max_blocks).flatten());
         }

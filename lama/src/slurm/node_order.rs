@@ -10,8 +10,10 @@
 //! [`STEP_ORDER_VAR`], which the tasks keep (for `lama taskmap --from-slurm`). Each node still
 //! checks the map against the tasks Slurm starts there.
 //!
-//! The value is node indexes in task order, runs of consecutive indexes written `a-b`, for
-//! example `2-3,0-1` for nodes 2 and 3 (in that order) before nodes 0 and 1.
+//! The value names the step it was written for, then node indexes in task order, runs of
+//! consecutive indexes written `a-b`: `4096.0:2-3,0-1` for nodes 2 and 3 (in that order) before
+//! nodes 0 and 1 in step 4096.0. The tasks keep it, so a step started from a task by an srun that
+//! does not load lama inherits it: the step id tells it apart, and it is ignored there.
 
 use super::hostlist::LayoutError;
 use crate::taskmap::{MapBuilder, TaskMap};
@@ -78,7 +80,28 @@ pub fn encode_order(order: &[u32]) -> String {
     out
 }
 
-/// Reads [`STEP_ORDER_VAR`]'s value for a step of `nodes` nodes: every node exactly once.
+/// [`STEP_ORDER_VAR`]'s value for `order` in step `job.step`.
+pub fn step_value(job: u32, step: u32, order: &[u32]) -> String {
+    format!("{job}.{step}:{}", encode_order(order))
+}
+
+/// The order part of [`STEP_ORDER_VAR`]'s `value` when it was written for step `step`
+/// (`JOB.STEP`), `Ok(None)` when it was written for another step (an outer step's, inherited).
+pub fn order_of_step<'a>(
+    value: &'a str,
+    step: Option<&str>,
+) -> Result<Option<&'a str>, LayoutError> {
+    let Some((written, order)) = value.trim().split_once(':') else {
+        return Err(bad(format!(
+            "{STEP_ORDER_VAR}='{}' names no step (JOB.STEP:ORDER)",
+            value.escape_debug()
+        )));
+    };
+    Ok((Some(written) == step).then_some(order))
+}
+
+/// Reads the order part of [`STEP_ORDER_VAR`]'s value for a step of `nodes` nodes: every node
+/// exactly once.
 pub fn decode_order(text: &str, nodes: usize) -> Result<Vec<u32>, LayoutError> {
     let what = || format!("{STEP_ORDER_VAR}='{}'", text.escape_debug());
     let mut seen = vec![false; nodes];
@@ -152,6 +175,17 @@ mod tests {
         for (t, node) in map.assignment().iter().enumerate() {
             assert!(tids[*node as usize].contains(&(t as u32)), "task {t}");
         }
+    }
+
+    #[test]
+    fn the_value_names_its_step() {
+        let v = step_value(4096, 0, &[2, 3, 0, 1]);
+        assert_eq!(v, "4096.0:2-3,0-1");
+        assert_eq!(order_of_step(&v, Some("4096.0")).unwrap(), Some("2-3,0-1"));
+        // An outer step's, inherited by a step whose srun did not load lama.
+        assert_eq!(order_of_step(&v, Some("4096.1")).unwrap(), None);
+        assert_eq!(order_of_step(&v, None).unwrap(), None);
+        assert!(order_of_step("2-3,0-1", Some("4096.0")).is_err());
     }
 
     #[test]
