@@ -76,6 +76,15 @@ fn fail(msg: &str) -> Box<dyn Error> {
     Box::new(Reported)
 }
 
+/// What the user asked Slurm's own binding for on srun's command line or in its input
+/// variables (`lama::slurm::site_default`). srun's alone: kept out of `init_post_opt`, which
+/// every slurmstepd runs too (spank/hot.ld).
+#[inline(never)]
+fn srun_binding_asked(spank: &SpankHandle) -> Option<String> {
+    let options = own_options(spank, Context::Local);
+    lama::slurm::slurm_binding_asked(&options, |k| std::env::var(k).ok())
+}
+
 /// Said with a task map that does not match Slurm's tasks on a release that lays block steps out
 /// in topology order, when srun passed no order.
 const TOPO_ORDER_UNKNOWN: &str = " (Slurm numbers a block step's tasks in the order of the network topology, which lama learns from lama in srun: srun passed none; is lama in the plugstack.conf srun reads?)";
@@ -527,9 +536,7 @@ unsafe impl Plugin for Lama {
             self.user = options::user_options(&env).map_err(|e| fail(&e))?;
             // Before srun writes the step's own variables (the site's CpuBind= among them).
             if ctx == Context::Local {
-                let options = own_options(spank, ctx);
-                self.slurm_asked =
-                    lama::slurm::slurm_binding_asked(&options, |k| std::env::var(k).ok());
+                self.slurm_asked = srun_binding_asked(spank);
             }
             self.settings
                 .placing(&self.user, None)

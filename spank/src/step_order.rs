@@ -18,6 +18,7 @@ use lama::slurm::node_order::STEP_ORDER_VAR;
 /// [`STEP_ORDER_VAR`] when Slurm laid the step's tasks out node after node in an order other than
 /// node order, and removes one inherited from srun's own environment (an outer step's task)
 /// otherwise. Returns why the order could not be read, for srun's verbose log.
+#[inline(never)]
 pub fn pass(step: Option<(u32, u32, u32)>) -> Option<String> {
     // srun's own environment, which it merges into the step's right after this hook; srun set
     // the step's variables the same way, from this thread.
@@ -50,7 +51,11 @@ extern "C" {
     fn lama_topology_may_order() -> std::os::raw::c_int;
 }
 
+/// Out of line and out of the hot layout (spank/hot.ld): only multi-node steps of a cluster
+/// whose configuration can order steps get this far.
 #[cfg(topo_order)]
+#[cold]
+#[inline(never)]
 fn read(job: u32, step: u32) -> Result<Option<String>, String> {
     use lama::slurm::node_order::{block_order, is_node_order, step_value};
     use std::os::raw::{c_char, c_void};
