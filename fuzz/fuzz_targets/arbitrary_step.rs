@@ -24,6 +24,8 @@ fuzz_target!(|text: &str| {
         distribution: Some("arbitrary".into()),
         plane_size: None,
         hostfile: path.to_str().map(str::to_string),
+        node_order: None,
+        step_id: None,
     };
     match env.taskmap_from_files_within(MAX_TASK_MAP_BLOCKS) {
         Ok(Some(map)) => {
