@@ -21,7 +21,7 @@ use lama::environ::{
 use lama::locality::{gpus_per_task, Locality, Weights};
 use lama::plugin::{GpuVisibility, NodeDevices, Options, Placing, Settings, TaskBinding};
 use lama::slurm::node_order::STEP_ORDER_VAR;
-use lama::slurm::{check_step_map, Beside, MapCheck, StepEnv};
+use lama::slurm::{check_step_map, MapCheck, StepEnv};
 use lama::taskmap::{rfc34, TaskMap};
 use slurm_spank::{spank_log, Context, LogLevel, Plugin, SpankHandle};
 
@@ -47,6 +47,7 @@ mod options;
 mod place;
 mod probe;
 mod room;
+mod srun;
 mod step_order;
 mod task;
 
@@ -76,15 +77,6 @@ fn fail(msg: &str) -> Box<dyn Error> {
     Box::new(Reported)
 }
 
-/// What the user asked Slurm's own binding for on srun's command line or in its input
-/// variables (`lama::slurm::site_default`). srun's alone: kept out of `init_post_opt`, which
-/// every slurmstepd runs too (spank/hot.ld).
-#[inline(never)]
-fn srun_binding_asked(spank: &SpankHandle) -> Option<String> {
-    let options = own_options(spank, Context::Local);
-    lama::slurm::slurm_binding_asked(&options, |k| std::env::var(k).ok())
-}
-
 /// Said with a task map that does not match Slurm's tasks on a release that lays block steps out
 /// in topology order, when srun passed no order.
 const TOPO_ORDER_UNKNOWN: &str = " (Slurm numbers a block step's tasks in the order of the network topology, which lama learns from lama in srun: srun passed none; is lama in the plugstack.conf srun reads?)";
@@ -106,32 +98,6 @@ struct Lama {
     /// What the user asked Slurm's own binding for (`lama::slurm::site_default`): in srun, read
     /// from its options as it starts; on the nodes, from [`room::STEP_SLURM_BINDING`].
     slurm_asked: Option<String>,
-}
-
-/// srun's, sbatch's or salloc's own options: its command line, less srun's program and its
-/// arguments (sbatch's and salloc's programs are not told apart).
-fn own_options(spank: &SpankHandle, ctx: Context) -> Vec<String> {
-    let args: Vec<String> = std::env::args_os()
-        .skip(1)
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let program = match ctx {
-        Context::Local => spank.job_argv_os().map(|a| a.len()).unwrap_or(0),
-        _ => 0,
-    };
-    let keep = args.len().saturating_sub(program);
-    args.into_iter().take(keep).collect()
-}
-
-/// Passes the job's `--thread-spec` (from `options`, else the input variable `var`) on to its
-/// steps in [`lama::slurm::THREAD_SPEC_VAR`]: Slurm tells SPANK plugins nothing of it. Set in
-/// the command's own environment, which Slurm copies into the job's (sbatch, srun) or hands its
-/// program (salloc) after this hook.
-fn pass_thread_spec<S: AsRef<str>>(options: &[S], var: &str) {
-    let env = std::env::var(var).ok();
-    if let Some(n) = lama::slurm::thread_spec_asked(options, env.as_deref()) {
-        std::env::set_var(lama::slurm::THREAD_SPEC_VAR, n.to_string());
-    }
 }
 
 /// What each task needs to choose its devices. The choice is made per task because Slurm's GPU
@@ -512,12 +478,12 @@ unsafe impl Plugin for Lama {
         if ctx == Context::Allocator {
             // sbatch's and salloc's own command line and input variable: the job's
             // --thread-spec, for its steps.
-            let args = own_options(spank, ctx);
+            let args = srun::own_options(spank, ctx);
             let var = match std::env::args_os().next() {
                 Some(a) if a.to_string_lossy().ends_with("salloc") => "SALLOC_THREAD_SPEC",
                 _ => "SBATCH_THREAD_SPEC",
             };
-            pass_thread_spec(&args, var);
+            srun::pass_thread_spec(&args, var);
         }
         if matches!(ctx, Context::Local | Context::Allocator) {
             // vars_os: a variable that is not UTF-8 (anyone's) must not stop srun.
@@ -536,7 +502,7 @@ unsafe impl Plugin for Lama {
             self.user = options::user_options(&env).map_err(|e| fail(&e))?;
             // Before srun writes the step's own variables (the site's CpuBind= among them).
             if ctx == Context::Local {
-                self.slurm_asked = srun_binding_asked(spank);
+                self.slurm_asked = srun::binding_asked(spank);
             }
             self.settings
                 .placing(&self.user, None)
@@ -549,7 +515,7 @@ unsafe impl Plugin for Lama {
             // salloc export them): then every node would refuse the step, so srun does, once.
             // srun's own --gpu-bind or --tres-bind beats the job's variables.
             if gpus > 0 {
-                let options = own_options(spank, ctx);
+                let options = srun::own_options(spank, ctx);
                 let gpu = lama::slurm::own_option(&options, "--gpu-bind");
                 let tres = lama::slurm::own_option(&options, "--tres-bind");
                 let own = gpu.is_some() || tres.is_some();
@@ -585,54 +551,7 @@ unsafe impl Plugin for Lama {
     /// the options are read), so a binding that contradicts lama's placement fails the step
     /// here, once, and one the site's default placement yields to is said here, once.
     fn local_user_init(&mut self, spank: &mut SpankHandle) -> Result {
-        let wanted = self.settings.taskmap && !self.user.off;
-        let step = (spank.job_id(), spank.job_stepid(), spank.job_nnodes());
-        let step = match step {
-            (Ok(job), Ok(step), Ok(nodes)) if wanted => Some((job, step, nodes)),
-            _ => None,
-        };
-        if let Some(why) = step_order::pass(step) {
-            log(LogLevel::Verbose, &format!("lama: {why}"));
-        }
-        std::env::remove_var(room::STEP_SLURM_BINDING);
-        // MPI launcher daemons (started with --cpu-bind=none) are left alone on the nodes.
-        if matches!(
-            self.settings.placing(&self.user, None),
-            Ok(Placing::LeftAlone) | Err(_)
-        ) || room::launcher_daemon().is_some()
-        {
-            return Ok(());
-        }
-        // What the user asked of Slurm stands beside the site's default placement.
-        if let Some(asked) = self.slurm_asked.as_ref().filter(|_| !self.user.any()) {
-            let note = lama::slurm::stand_aside_note(asked);
-            log(LogLevel::Info, &format!("lama: {note}"));
-            std::env::set_var(room::STEP_SLURM_BINDING, asked);
-            return Ok(());
-        }
-        // init_post_opt has checked the value.
-        let options = &own_options(spank, Context::Local);
-        // An srun that made its own job: its --thread-spec is the job's (inside an allocation
-        // Slurm ignores a step's).
-        if self.allocating {
-            pass_thread_spec(options, "SLURM_THREAD_SPEC");
-        }
-        if lama::slurm::threads_per_core_dropped(options) {
-            // srun's own environment, which it merges into the step's right after this hook
-            // (spank_setenv is slurmstepd's only); srun itself set the step's variables the
-            // same way, from this thread.
-            std::env::set_var(room::STEP_THREADS, "all");
-        }
-        let lama_mem = matches!(self.settings.mem(&self.user), Ok(Some(_)));
-        let get = |k: &str| std::env::var(k).ok();
-        match auto::slurm_binding(&self.user, lama_mem, get) {
-            Beside::Place(_) => Ok(()),
-            Beside::LeaveToSlurm(note) => {
-                log(LogLevel::Info, &format!("lama: {note}"));
-                Ok(())
-            }
-            Beside::Refuse(why) => Err(fail(&why)),
-        }
+        self.step_created(spank)
     }
 
     fn user_init(&mut self, spank: &mut SpankHandle) -> Result {
