@@ -267,22 +267,22 @@ fn topo_order(include: &Path, version: u32) {
             ));
         }
     }
-    gate(include);
     println!("cargo:rustc-cfg=topo_order");
 }
 
-/// Compiles `c/topology_gate.c` against the release's `slurm.h` (its `slurm_conf_t` is too large
-/// to declare twice): srun asks it whether the step's layout can be in topology order at all
-/// before it asks the controller.
-fn gate(include: &Path) {
+/// Compiles `c/slurm_conf.c` against the release's `slurm.h` (its `slurm_conf_t` is too large
+/// to declare twice): what the plugin reads of the configuration Slurm has loaded (where
+/// `slurm.conf` is, `config_overrides`, and on 26.05 whether srun's controller may lay a step out
+/// in topology order).
+fn slurm_conf_reader(include: &Path) {
     let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
-    let src = PathBuf::from(dir).join("c/topology_gate.c");
+    let src = PathBuf::from(dir).join("c/slurm_conf.c");
     println!("cargo:rerun-if-changed={}", src.display());
     let Ok(out) = std::env::var("OUT_DIR").map(PathBuf::from) else {
         die("cargo did not set OUT_DIR".into());
     };
-    let obj = out.join("topology_gate.o");
-    let lib = out.join("liblama_topology_gate.a");
+    let obj = out.join("slurm_conf.o");
+    let lib = out.join("liblama_slurm_conf.a");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let run = |cmd: &mut std::process::Command, what: &str| match cmd.status() {
         Ok(s) if s.success() => {}
@@ -307,7 +307,7 @@ fn gate(include: &Path) {
         "ar",
     );
     println!("cargo:rustc-link-search=native={}", out.display());
-    println!("cargo:rustc-link-lib=static=lama_topology_gate");
+    println!("cargo:rustc-link-lib=static=lama_slurm_conf");
 }
 
 fn check(what: &str, got: &[String], want: &[&str], header: &Path, prefix: bool) {
@@ -410,6 +410,12 @@ fn main() {
     };
 
     topo_order(Path::new(&dir), version);
+    slurm_conf_reader(Path::new(&dir));
+    // 23.11 and later number a core's threads by the hardware's threads per core.
+    println!("cargo:rustc-check-cfg=cfg(hw_thread_numbering)");
+    if version >= 0x170b00 {
+        println!("cargo:rustc-cfg=hw_thread_numbering");
+    }
     let spank = read(&spank_h);
     check(
         "enum spank_item",

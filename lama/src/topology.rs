@@ -335,3 +335,28 @@ impl NodeTopology {
         out
     }
 }
+
+/// A resource manager's numbering of a node's cores where it is not hwloc's (Slurm's, on a node
+/// `slurm.conf` declares otherwise: `lama::slurm::node_conf`): core `c` is the PUs at logical
+/// positions `(c × stride + t) mod PUs`, `t < threads`, for `c < cores`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AbstractCores {
+    /// Threads of each core a step is given.
+    pub threads: u32,
+    /// Positions from one core's first thread to the next one's.
+    pub stride: u32,
+    /// Abstract cores of the node.
+    pub cores: u32,
+}
+
+impl AbstractCores {
+    /// The logical PU positions of abstract core `core`, or `None` past the node's cores.
+    pub fn positions(&self, core: u32, pus: u32) -> Option<impl Iterator<Item = u32>> {
+        if core >= self.cores || pus == 0 {
+            return None;
+        }
+        let first = u64::from(core) * u64::from(self.stride);
+        let pus = u64::from(pus);
+        Some((0..u64::from(self.threads)).map(move |t| ((first + t) % pus) as u32))
+    }
+}

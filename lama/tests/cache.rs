@@ -350,6 +350,7 @@ fn keys_follow_the_content_and_the_file() {
 fn the_system_record_comes_back_and_is_optional() {
     use lama::cache::System;
     use lama::cpuset::Hierarchy;
+    use lama::topology::AbstractCores;
     let (node, loc) =
         NodeTopology::from_xml_file_with_devices(&xml("32em64t-2n8c2t-pci-normalio.xml"), true)
             .expect("xml");
@@ -362,6 +363,7 @@ fn the_system_record_comes_back_and_is_optional() {
                 root: "/".into(),
                 version: 2,
             }),
+            slurm_cores: Some(None),
         },
         System {
             online: node.cpus()[..8].to_vec(),
@@ -370,10 +372,16 @@ fn the_system_record_comes_back_and_is_optional() {
                 root: "/docker/abc".into(),
                 version: 1,
             }),
+            slurm_cores: Some(Some(AbstractCores {
+                threads: 1,
+                stride: 2,
+                cores: 16,
+            })),
         },
         System {
             online: node.cpus(),
             cpusets: None,
+            slurm_cores: None,
         },
     ];
     for sys in &cases {
@@ -399,5 +407,16 @@ fn the_system_record_comes_back_and_is_optional() {
             "a damaged online list read as {:?}",
             other.map(|n| n.system)
         ),
+    }
+    write(&file, &node, &loc, Some(&cases[1]), Writer::Root).expect("write");
+    let text = std::fs::read_to_string(&file).expect("text");
+    let bad = text.replacen("\"slurm_cores\":[", "\"slurm_cores\":[0,", 1);
+    assert_ne!(bad, text, "the record has Slurm's cores");
+    std::fs::write(&file, bad).expect("write");
+    match read(&file, true, Writer::Root) {
+        Err(CacheError::Invalid { reason, .. }) => {
+            assert!(reason.contains("Slurm's cores"), "{reason}")
+        }
+        other => panic!("damaged Slurm cores read as {:?}", other.map(|n| n.system)),
     }
 }

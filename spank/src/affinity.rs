@@ -111,7 +111,11 @@ pub fn system() -> Result<lama::cache::System, String> {
     let cpusets = read_system("/proc/self/mountinfo")
         .ok()
         .and_then(|m| lama::cpuset::Hierarchy::find(&m));
-    Ok(lama::cache::System { online, cpusets })
+    Ok(lama::cache::System {
+        online,
+        cpusets,
+        slurm_cores: None,
+    })
 }
 
 /// Where Linux lists the CPUs online.

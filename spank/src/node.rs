@@ -7,6 +7,9 @@ use std::path::PathBuf;
 use lama::cache::{self, CacheError, Detail, Writer};
 use lama::locality::{Locality, Numa};
 use lama::plugin::Settings;
+use lama::slurm::node_conf::{node_conf, slurmd_cores, Hardware, Numbering};
+use lama::topology::AbstractCores;
+use lama::Level;
 use lama::NodeTopology;
 use slurm_spank::LogLevel;
 
@@ -130,6 +133,67 @@ pub fn usable<'a>(found: &'a NodeFound, step: &[u32]) -> Result<Cow<'a, [u32]>, 
     affinity::cpuset_cpus(found.system.as_ref()).map(Cow::Owned)
 }
 
+extern "C" {
+    /// `c/slurm_conf.c`: the loaded `slurm.conf`'s path, or NULL.
+    fn lama_slurm_conf_path() -> *const std::os::raw::c_char;
+    /// `c/slurm_conf.c`: 1 with `SlurmdParameters=config_overrides`, else 0.
+    fn lama_config_overrides() -> std::os::raw::c_int;
+}
+
+/// How this release numbers a core's hardware threads.
+const NUMBERING: Numbering = if cfg!(hw_thread_numbering) {
+    Numbering::Hardware
+} else {
+    Numbering::Configured
+};
+
+/// Which threads Slurm means by this node's cores, as slurmd decides from the node's line in the
+/// `slurm.conf` Slurm loaded (`lama::slurm::node_conf`): `None` where they are hwloc's cores (a
+/// node declared as it is, a node no line names, a machine hwloc shows without cores).
+#[cold]
+#[inline(never)]
+pub fn slurm_cores(topology: &NodeTopology, host: &str) -> Result<Option<AbstractCores>, String> {
+    // SAFETY: reads a field of libslurm's loaded configuration; the string lives as long as it.
+    let path = unsafe { lama_slurm_conf_path() };
+    if path.is_null() {
+        return Err("cannot tell where slurm.conf is".into());
+    }
+    // SAFETY: a NUL-terminated string of libslurm's configuration, copied at once.
+    let path = unsafe { std::ffi::CStr::from_ptr(path) }
+        .to_string_lossy()
+        .into_owned();
+    let declared = node_conf(std::path::Path::new(&path), host)?;
+    let Some(conf) = declared.node else {
+        return Ok(None);
+    };
+    if !topology.has(Level::Core) {
+        return Ok(None);
+    }
+    // SAFETY: as above, one flag read.
+    let overrides = declared.overrides || unsafe { lama_config_overrides() } == 1;
+    let hw = Hardware {
+        cpus: topology.num_pus() as u32,
+        cores: topology.objects(Level::Core).len() as u32,
+    };
+    Ok(slurmd_cores(&conf, hw, overrides, NUMBERING))
+}
+
+/// Slurm's cores of this node for a step: slurmd's record in the cache, else read now (a step
+/// without a cache, or with one written before the record existed). What cannot be read is said
+/// at `--lama-verbose` / `-v` level, and the cores are taken as hwloc's.
+pub fn slurm_cores_of(found: &NodeFound, host: &str) -> Option<AbstractCores> {
+    if let Some(rule) = found.system.as_ref().and_then(|s| s.slurm_cores) {
+        return rule;
+    }
+    slurm_cores(&found.topology, host).unwrap_or_else(|e| {
+        log(
+            LogLevel::Verbose,
+            &format!("lama: {e}; Slurm's cores of {host} taken as hwloc's"),
+        );
+        None
+    })
+}
+
 /// In slurmd at start-up (as root): save the machine's topology for the steps to load.
 pub fn write_cache(settings: &Settings) {
     let host = affinity::hostname();
@@ -144,7 +208,16 @@ pub fn write_cache(settings: &Settings) {
         let n = probe::node(None, Detail::Devices)?;
         let loc = n.locality.ok_or("lama's hwloc helper read no devices")?;
         // Learned here once, so that no step reads the mounts or the CPUs online again.
-        let system = affinity::system()?;
+        let mut system = affinity::system()?;
+        // Read here once, so that no step reads slurm.conf: on a node declared as hwloc sees
+        // it, `Some(None)`.
+        system.slurm_cores = Some(slurm_cores(&n.topology, &host).unwrap_or_else(|e| {
+            log(
+                LogLevel::Error,
+                &format!("lama: {e}; steps take Slurm's cores of this node as hwloc's"),
+            );
+            None
+        }));
         let topology = n.topology.with_name(&host);
         cache::write(&file, &topology, &loc, Some(&system), Writer::Root).map_err(|e| e.to_string())
     });

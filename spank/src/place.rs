@@ -6,10 +6,9 @@
 use lama::cache::Detail;
 use lama::locality::{Locality, Weights};
 use lama::openmp::plan_threads;
-use lama::plugin::{
-    choose_devices, cores_to_cpus, place_node, usable_cpus, Placing, SlurmGpus, TaskBinding,
-};
+use lama::plugin::{choose_devices, place_node, usable_cpus, Placing, SlurmGpus, TaskBinding};
 use lama::slurm::gpu_by_id::BoundGpus;
+use lama::slurm::node_conf::step_cpus;
 use lama::slurm::Beside;
 use lama::tiers::MemMode;
 use slurm_spank::{LogLevel, SpankHandle};
@@ -206,7 +205,8 @@ impl Lama {
         let threads = crate::room::var("SLURM_THREADS_PER_CORE")
             .filter(|_| !self.all_threads)
             .and_then(|v| v.trim().parse::<u32>().ok());
-        let mut cpus = cores_to_cpus(&found.topology, cores, threads);
+        let rule = node::slurm_cores_of(&found, &st.host);
+        let mut cpus = step_cpus(&found.topology, cores, rule.as_ref(), threads);
         // A cache of another machine than the one Slurm describes (cores it lacks) is a miss:
         // the step probes the machine, as without a cache, rather than placing from it.
         if let (Err(e), true) = (&cpus, found.source == node::FROM_CACHE) {
@@ -215,7 +215,8 @@ impl Lama {
                 &format!("lama: the topology cache does not describe the cores Slurm gave the step ({e}); probing the machine instead"),
             );
             found = node::probed(detail)?;
-            cpus = cores_to_cpus(&found.topology, cores, threads);
+            let rule = node::slurm_cores_of(&found, &st.host);
+            cpus = step_cpus(&found.topology, cores, rule.as_ref(), threads);
         }
         let cpus = cpus.map_err(|e| e.to_string())?;
         let usable = node::usable(&found, &cpus)?;

@@ -8,7 +8,7 @@
 //!
 //! One call to the controller (or the job's step manager) per multi-node step, in srun only,
 //! and only where srun's configuration can order steps at all (a topology plugin that ranks
-//! nodes, or a `topology.yaml`, and no `CR_NO_DIST_TOPO_BLOCK`: `c/topology_gate.c`, a stat at
+//! nodes, or a `topology.yaml`, and no `CR_NO_DIST_TOPO_BLOCK`: `c/slurm_conf.c`, a stat at
 //! most); plugins built for earlier releases, whose block steps are always in node order, make
 //! none.
 
@@ -46,7 +46,7 @@ fn read(_job: u32, _step: u32) -> Result<Option<String>, String> {
 
 #[cfg(topo_order)]
 extern "C" {
-    /// `c/topology_gate.c`: 1 when srun's configuration may lay block steps out in topology
+    /// `c/slurm_conf.c`: 1 when srun's configuration may lay block steps out in topology
     /// order, 0 when it cannot, -1 when srun has none to read.
     fn lama_topology_may_order() -> std::os::raw::c_int;
 }

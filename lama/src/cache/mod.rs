@@ -25,6 +25,7 @@ use crate::idset::{format_list, in_table, join_commas, table_of};
 use crate::level::Level;
 use crate::locality::MemoryKind;
 use crate::locality::{Device, Locality, Numa, PlaceTable};
+use crate::topology::AbstractCores;
 use crate::topology::{NodeTopology, Span};
 
 /// The file format; a file of another format is not read.
@@ -94,6 +95,10 @@ struct SystemRecord {
     online: String,
     /// The cpuset hierarchy; `None` where none is mounted.
     cpusets: Option<crate::cpuset::Hierarchy>,
+    /// Slurm's abstract cores: `[threads, stride, cores]`, or empty where they are hwloc's.
+    /// Absent from a cache written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    slurm_cores: Option<Vec<u32>>,
 }
 
 /// What slurmd learns of its node once, at start, so that its steps need not read it again:
@@ -105,6 +110,9 @@ pub struct System {
     pub online: Vec<u32>,
     /// The cpuset hierarchy; `None` where none is mounted (every online CPU is usable).
     pub cpusets: Option<crate::cpuset::Hierarchy>,
+    /// Which threads Slurm means by the node's cores, as slurmd decided from `slurm.conf`:
+    /// `Some(None)` where they are hwloc's cores, `None` where the cache does not say.
+    pub slurm_cores: Option<Option<AbstractCores>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -449,6 +457,9 @@ pub fn encode(
         system: system.map(|s| SystemRecord {
             online: format_list(&s.online),
             cpusets: s.cpusets.clone(),
+            slurm_cores: s
+                .slurm_cores
+                .map(|c| c.map_or_else(Vec::new, |c| vec![c.threads, c.stride, c.cores])),
         }),
     };
     // Plain data with string keys: serialising it cannot fail.
@@ -568,13 +579,28 @@ pub fn decode(text: &str, source: &str, detail: impl Into<Detail>) -> Result<Nod
     let system = f
         .system
         .map(|r| {
-            cpus(&r.online, &known).map(|online| System {
-                online,
-                cpusets: r.cpusets,
-            })
+            let slurm_cores = match r.slurm_cores.as_deref() {
+                None => None,
+                Some([]) => Some(None),
+                Some(&[threads, stride, cores]) if threads > 0 && cores > 0 => {
+                    Some(Some(AbstractCores {
+                        threads,
+                        stride,
+                        cores,
+                    }))
+                }
+                Some(other) => return Err(format!("Slurm's cores as {other:?}")),
+            };
+            cpus(&r.online, &known)
+                .map_err(|e| format!("online CPUs: {e}"))
+                .map(|online| System {
+                    online,
+                    cpusets: r.cpusets,
+                    slurm_cores,
+                })
         })
         .transpose()
-        .map_err(|e| invalid(format!("online CPUs: {e}")))?;
+        .map_err(invalid)?;
     let numa_of = |list: Vec<NumaRecord>| {
         if list.len() > MAX_NUMA {
             return Err(invalid(format!("more than {MAX_NUMA} NUMA nodes")));

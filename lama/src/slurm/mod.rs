@@ -6,6 +6,7 @@
 //! | [`hostlist`] | hostlist expressions, `SLURM_STEP_TASKS_PER_NODE` counts, host files, read within limits |
 //! | [`distribution`] | `SLURM_DISTRIBUTION`: block, cyclic, plane, arbitrary |
 //! | [`layout`] | which task runs on which node, as Slurm lays a step out; the step's values (`StepEnv`) |
+//! | [`node_conf`] | which hardware threads Slurm means by a node's core `c` (nodes declared with `CPUs=` alone, or fewer threads than they have) |
 //! | [`node_order`] | the topology order of a block step's nodes (Slurm 26.05), passed from srun |
 //! | [`step_map`] | a step's task map without one entry per task (what every node computes) |
 //! | [`binding`] | Slurm's own `--cpu-bind` and `--mem-bind` beside lama's placement: which wins |
@@ -28,6 +29,7 @@ pub mod hostfile;
 pub mod hostlist;
 pub mod launcher;
 pub mod layout;
+pub mod node_conf;
 pub mod node_order;
 pub mod reserved;
 pub mod site_default;
