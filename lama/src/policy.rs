@@ -4,8 +4,11 @@
 //!
 //! - Tasks go to NUMA domains in proportion to the step's GPUs under each domain (jobs with GPUs)
 //!   or to the step's cores in each (jobs without), largest remainders first, no domain taking
-//!   more tasks than it has hardware threads for their workers while another has room. With
-//!   fewer tasks than domains, each task gets a run of whole neighbouring domains instead.
+//!   more tasks than it has cores for their workers while another has room (hardware threads
+//!   when the node has too few cores). Tasks the GPU domains cannot hold that way spill: cores
+//!   weigh. With no more tasks than GPU domains (fewer than domains, without GPUs), each task
+//!   gets a run of whole domains instead; domains left without a task are shared among the
+//!   tasks of their package, so that no allowed core is idle.
 //! - Inside its domain or run, a task gets consecutive whole cores, one hardware thread per
 //!   core, unless its workers (`-c`, `--lama-threads`) outnumber the cores: then the fewest
 //!   hardware threads per core that fit them. So every task has at least its workers' CPUs
@@ -222,15 +225,41 @@ pub fn auto(
     let gpu_doms: Vec<usize> = (0..doms.len())
         .filter(|&d| !dom_gpus[d].is_empty())
         .collect();
-    // Fewer tasks than GPU domains: every domain is shared out, the GPU domains first.
-    if !gpu_doms.is_empty() && tasks < gpu_doms.len() {
+    // No more tasks than GPU domains: every domain is shared out, the GPU domains first.
+    if !gpu_doms.is_empty() && tasks <= gpu_doms.len() {
         let mut out = greedy(&doms, &gpu_doms, &sockets, tasks, workers);
         share_gpus(&mut out, &dom_gpus, &far, &sockets);
         return Ok(out);
     }
-    // Workers the GPU domains cannot hold spill into the others: then cores weigh.
-    let spill = !gpu_doms.is_empty()
-        && gpu_doms.iter().map(|&d| room[d]).sum::<usize>() < tasks.saturating_mul(workers);
+    // How many tasks a domain holds: with cores of their own when the node has enough for
+    // every task (a task's workers on as few of a core's threads as fit), else with hardware
+    // threads of their own, else as many as its hardware threads (stacked only when asked).
+    let own_cores: Vec<usize> = doms
+        .iter()
+        .map(|d| {
+            let smt = d.iter().map(Vec::len).max().unwrap_or(1).max(1);
+            d.len() / workers.div_ceil(smt)
+        })
+        .collect();
+    let own_threads: Vec<usize> = room.iter().map(|r| r / workers).collect();
+    let on_gpus = |caps: &[usize]| gpu_doms.iter().map(|&d| caps[d]).sum::<usize>();
+    let (caps, spill): (Vec<usize>, bool) = if own_cores.iter().sum::<usize>() >= tasks {
+        let spill = on_gpus(&own_cores) < tasks;
+        (own_cores, spill)
+    } else if own_threads.iter().sum::<usize>() >= tasks {
+        let spill = on_gpus(&own_threads) < tasks;
+        (own_threads, spill)
+    } else {
+        let spill = on_gpus(&room) < tasks.saturating_mul(workers);
+        let caps = if tasks > pus {
+            vec![usize::MAX; doms.len()]
+        } else {
+            room
+        };
+        (caps, spill)
+    };
+    // Tasks the GPU domains cannot hold that way spill into the others: then cores weigh.
+    let spill = !gpu_doms.is_empty() && spill;
     let weights: Vec<u64> = if gpu_doms.is_empty() || spill {
         doms.iter().map(|d| d.len() as u64).collect()
     } else {
@@ -242,15 +271,6 @@ pub fn auto(
         share_gpus(&mut out, &dom_gpus, &far, &sockets);
         return Ok(out);
     }
-    // A domain takes no more tasks than it has hardware threads for all their workers (`-c`),
-    // unless the node as a whole has no such room: then only its hardware threads cap it.
-    let caps: Vec<usize> = if tasks > pus {
-        vec![usize::MAX; doms.len()]
-    } else if room.iter().map(|r| r / workers).sum::<usize>() >= tasks {
-        room.iter().map(|r| r / workers).collect()
-    } else {
-        room
-    };
     let per_domain = shares(tasks, &weights, &caps);
     let mut out = Vec::with_capacity(tasks);
     for (d, &k) in per_domain.iter().enumerate() {
@@ -272,8 +292,48 @@ pub fn auto(
             });
         }
     }
+    if !spill {
+        extend(&mut out, &doms, &per_domain, &sockets, workers);
+    }
     share_gpus(&mut out, &dom_gpus, &far, &sockets);
     Ok(out)
+}
+
+/// Domains left without a task (GPU domains held every task, each on cores of its own): each
+/// goes to the tasks of a domain that has some ([`balanced`]), its cores shared among them in
+/// rank order, so that no allowed core is idle. A task keeps its GPUs: its home domain's.
+fn extend(
+    out: &mut [AutoTask],
+    doms: &[Vec<Vec<u32>>],
+    per_domain: &[usize],
+    sockets: &[usize],
+    workers: usize,
+) {
+    let homes: Vec<usize> = (0..doms.len()).filter(|&d| per_domain[d] > 0).collect();
+    let mut given = vec![0usize; doms.len()];
+    for d in (0..doms.len()).filter(|&d| per_domain[d] == 0) {
+        let Some(&e) = homes
+            .iter()
+            .min_by_key(|&&e| (balanced(sockets, d, e, given[e]), e))
+        else {
+            return;
+        };
+        given[e] += doms[d].len();
+        let sharers: Vec<usize> = (0..out.len())
+            .filter(|&j| out[j].domains.first() == Some(&e))
+            .collect();
+        let k = sharers.len();
+        let slots = first_threads(&doms[d], k * workers);
+        for (i, &j) in sharers.iter().enumerate() {
+            let (a, b) = (i * slots.len() / k, (i + 1) * slots.len() / k);
+            if a == b {
+                continue;
+            }
+            out[j].cpus.extend_from_slice(&slots[a..b]);
+            out[j].cpus.sort_unstable();
+            out[j].domains.push(d);
+        }
+    }
 }
 
 /// The socket (package) of each domain, by its first CPU; 0 where the node has no sockets.
@@ -296,6 +356,14 @@ fn socket_of_domains(node: &NodeTopology, doms: &[Vec<Vec<u32>>]) -> Vec<usize> 
                 .unwrap_or(0)
         })
         .collect()
+}
+
+/// Which of the domains with tasks takes a domain `a` left over: one of the same socket first,
+/// then the one whose tasks have the fewest cores so far (`cores`), then fewer domains apart.
+/// Inside a socket the NUMA domains of today's machines (SNC, NPS) are nearly equally near one
+/// another, and even shares matter more.
+fn balanced(sockets: &[usize], a: usize, b: usize, cores: usize) -> (bool, usize, usize) {
+    (sockets.get(a) != sockets.get(b), cores, a.abs_diff(b))
 }
 
 /// How near domain `b` is to domain `a`: the same socket first, then fewer domains apart.
@@ -450,12 +518,24 @@ fn greedy(
             owner[d] = Some(j);
         }
     }
+    // Each other domain to a task with a GPU domain of the same socket, the one with the fewest
+    // cores so far first ([`balanced`]).
+    let mut cores = vec![0usize; tasks];
+    for &d in gpu_doms {
+        if let Some(j) = owner[d] {
+            cores[j] += doms[d].len();
+        }
+    }
     for d in 0..doms.len() {
         if owner[d].is_none() {
             owner[d] = gpu_doms
                 .iter()
-                .min_by_key(|&&e| (nearness(sockets, d, e), owner[e]))
-                .and_then(|&e| owner[e]);
+                .filter_map(|&e| owner[e].map(|j| (e, j)))
+                .min_by_key(|&(e, j)| (balanced(sockets, d, e, cores[j]), j))
+                .map(|(_, j)| j);
+            if let Some(j) = owner[d] {
+                cores[j] += doms[d].len();
+            }
         }
     }
     (0..tasks)
@@ -516,10 +596,34 @@ pub fn describe(node: &NodeTopology, gpus: &[PolicyGpu], tasks: &[AutoTask]) -> 
         .max()
         .unwrap_or(1);
     let widest = tasks.iter().map(|t| t.domains.len()).max().unwrap_or(1);
-    let spread = if widest > 1 {
+    // Domains left over and shared among the tasks of another (more tasks than GPU domains).
+    let mut homes = vec![0usize; doms.len()];
+    for t in tasks {
+        if let Some(&d) = t.domains.first() {
+            homes[d] += 1;
+        }
+    }
+    let shared: Vec<usize> = (0..doms.len())
+        .filter(|&d| homes[d] == 0 && per[d] > 1)
+        .collect();
+    let spread = if !shared.is_empty() {
+        let at_home: Vec<String> = homes
+            .iter()
+            .filter(|&&k| k > 0)
+            .map(|k| k.to_string())
+            .collect();
+        format!(
+            "{} task(s) over {} of {} {kind}(s) {basis} ({}), the other {} shared among the tasks nearest them",
+            tasks.len(),
+            at_home.len(),
+            doms.len(),
+            at_home.join("+"),
+            shared.len()
+        )
+    } else if widest > 1 {
         // Fewer tasks than domains: each task has a run of whole domains.
         format!(
-            "{} task(s), each over {} whole neighbouring {kind}(s) of {} {basis}",
+            "{} task(s), each over {} whole {kind}(s) of {} {basis}",
             tasks.len(),
             range(tasks.iter().map(|t| t.domains.len()).collect()),
             doms.len()

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use lama::level::Level;
 use lama::memory::local_nodes;
-use lama::policy::{auto, domains};
+use lama::policy::{auto, domains, gpus_of, PolicyGpu};
 use lama::NodeTopology;
 
 /// Every machine of tests/topologies, and of hwloc 2.12's own test suite
@@ -104,35 +104,79 @@ fn check(path: &Path, whole: bool) {
         assert_eq!(numa, cpus, "{name}: CPUs outside every NUMA domain");
     }
     let cores: usize = doms.iter().map(Vec::len).sum();
-    // As many tasks as cores: each core is one task's.
-    let placed = auto(&node, &[], cores, 1, false).expect(&name);
     let core_of = |c: u32| {
         doms.iter()
             .flatten()
             .position(|core| core.contains(&c))
             .expect("a CPU of a core")
     };
-    let mut used: Vec<usize> = placed
-        .iter()
-        .map(|t| {
-            let mut k: Vec<usize> = t.cpus.iter().map(|&c| core_of(c)).collect();
-            k.dedup();
-            assert_eq!(k.len(), 1, "{name}: a task of {cores} over several cores");
-            k[0]
-        })
-        .collect();
-    used.sort_unstable();
-    assert_eq!(
-        used,
-        (0..cores).collect::<Vec<_>>(),
-        "{name}: np = cores leaves a core idle"
-    );
-    // One task: every core.
-    let one = auto(&node, &[], 1, 1, false).expect(&name);
-    let mut covered: Vec<usize> = one[0].cpus.iter().map(|&c| core_of(c)).collect();
-    covered.sort_unstable();
-    covered.dedup();
-    assert_eq!(covered.len(), cores, "{name}: --np 1 leaves cores idle");
+    // Without GPUs, and with every GPU of the machine as the step's (issue 65: GPU nodes too).
+    let gpus = gpus_of(&loc, None);
+    let runs: &[&[PolicyGpu]] = if gpus.is_empty() {
+        &[&[]]
+    } else {
+        &[&[], &gpus]
+    };
+    for &with in runs {
+        let name = format!("{name} ({} GPUs)", with.len());
+        // As many tasks as cores: each core is one task's.
+        let placed = auto(&node, with, cores, 1, false).expect(&name);
+        let mut used: Vec<usize> = placed
+            .iter()
+            .map(|t| {
+                let mut k: Vec<usize> = t.cpus.iter().map(|&c| core_of(c)).collect();
+                k.dedup();
+                assert_eq!(k.len(), 1, "{name}: a task of {cores} over several cores");
+                k[0]
+            })
+            .collect();
+        used.sort_unstable();
+        assert_eq!(
+            used,
+            (0..cores).collect::<Vec<_>>(),
+            "{name}: np = cores leaves a core idle"
+        );
+        // One task, and as many tasks as GPUs: every core is some task's, none shared.
+        for tasks in [1, with.len().clamp(1, cores)] {
+            let placed = auto(&node, with, tasks, 1, false).expect(&name);
+            let mut covered: Vec<usize> = placed
+                .iter()
+                .flat_map(|t| {
+                    let mut k: Vec<usize> = t.cpus.iter().map(|&c| core_of(c)).collect();
+                    k.sort_unstable();
+                    k.dedup();
+                    k
+                })
+                .collect();
+            let n = covered.len();
+            covered.sort_unstable();
+            covered.dedup();
+            assert_eq!(covered.len(), n, "{name}: --np {tasks}: tasks share a core");
+            assert_eq!(n, cores, "{name}: --np {tasks} leaves cores idle");
+        }
+        // Each task has a GPU near it: one of its own domains' where they have any.
+        if !with.is_empty() {
+            for tasks in [1, with.len(), 2 * with.len(), cores] {
+                let placed = auto(&node, with, tasks.min(cores), 1, false).expect(&name);
+                for (i, t) in placed.iter().enumerate() {
+                    assert!(
+                        !t.gpus.is_empty(),
+                        "{name}: --np {tasks}: task {i} has no GPU"
+                    );
+                    let near: Vec<usize> = with
+                        .iter()
+                        .filter(|g| t.cpus.iter().any(|c| g.cpus.binary_search(c).is_ok()))
+                        .map(|g| g.device)
+                        .collect();
+                    assert!(
+                        near.is_empty() || t.gpus.iter().all(|g| near.contains(g)),
+                        "{name}: --np {tasks}: task {i} has GPUs {:?}, its own are {near:?}",
+                        t.gpus
+                    );
+                }
+            }
+        }
+    }
     // Memory: only allowed nodes, and some for every task of a machine with NUMA nodes.
     // A file without NUMA nodes (hwloc's v1 format can omit them) gets node 0 from hwloc.
     let all_nodes = match numa_in_file(&xml) {

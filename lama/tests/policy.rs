@@ -73,14 +73,25 @@ fn invariants_on_every_machine() {
                 all.sort_unstable();
                 all.dedup();
                 assert_eq!(all.len(), n, "{name}: CPUs shared between tasks");
+                // With at least a task per domain, a task lies in its home domain and in
+                // domains that are no task's home (left over, shared among the nearest tasks).
+                let homes: Vec<usize> = placed
+                    .iter()
+                    .filter_map(|t| t.domains.first().copied())
+                    .collect();
                 for t in &placed {
                     assert!(!t.cpus.is_empty(), "{name}: a task without CPUs");
                     if tasks >= doms.len() {
-                        assert_eq!(t.domains.len(), 1, "{name}: a task spans domains");
-                        let d = &doms[t.domains[0]];
                         assert!(
-                            t.cpus.iter().all(|c| d.iter().flatten().any(|x| x == c)),
-                            "{name}: a task outside its domain"
+                            t.domains[1..].iter().all(|d| !homes.contains(d)),
+                            "{name}: a task spans another task's home domain"
+                        );
+                        assert!(
+                            t.cpus.iter().all(|c| t
+                                .domains
+                                .iter()
+                                .any(|&d| doms[d].iter().flatten().any(|x| x == c))),
+                            "{name}: a task outside its domains"
                         );
                     }
                     // No second hardware thread of a core while cores are free.
@@ -298,39 +309,54 @@ proptest::proptest! {
                     .count()
             })
             .collect();
-        // Issue 58: workers the GPU domains cannot hold spill into the others (cores weigh),
-        // unless there are fewer tasks than GPU domains (then every domain is some task's).
+        // Issue 65: no more tasks than GPU domains: each task takes runs of whole domains
+        // (mpibind's greedy). Otherwise tasks the GPU domains cannot hold on cores of their own
+        // (threads of their own, or hardware threads for every worker, when the node has no
+        // such room) spill into the others (cores weigh).
         let gpu_doms = under.iter().filter(|&&w| w > 0).count();
-        let gpu_room: usize = doms
+        let greedy = gpu_doms > 0 && tasks <= gpu_doms;
+        let room: Vec<usize> = doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect();
+        let own_cores: Vec<usize> = doms
             .iter()
-            .zip(&under)
-            .filter(|(_, &w)| w > 0)
-            .map(|(d, _)| d.iter().map(Vec::len).sum::<usize>())
-            .sum();
-        let spill = gpu_doms > 0 && tasks >= gpu_doms && gpu_room < tasks * workers;
+            .map(|d| d.len() / workers.div_ceil(d.iter().map(Vec::len).max().unwrap_or(1)))
+            .collect();
+        let own_threads: Vec<usize> = room.iter().map(|r| r / workers).collect();
+        let on_gpus = |c: &[usize]| c.iter().zip(&under).filter(|(_, &w)| w > 0).map(|(c, _)| c).sum::<usize>();
+        let (caps, spill) = if own_cores.iter().sum::<usize>() >= tasks {
+            (own_cores.clone(), on_gpus(&own_cores) < tasks)
+        } else if own_threads.iter().sum::<usize>() >= tasks {
+            (own_threads.clone(), on_gpus(&own_threads) < tasks)
+        } else {
+            (room.clone(), on_gpus(&room) < tasks * workers)
+        };
+        let spill = gpu_doms > 0 && spill;
         let weights: Vec<usize> = if gpu_doms == 0 || spill {
             doms.iter().map(Vec::len).collect()
         } else {
             under.clone()
         };
-        let used = weights.iter().filter(|&&w| w > 0).count();
+        let used = if greedy { usize::MAX } else { weights.iter().filter(|&&w| w > 0).count() };
+        // Each task's home domain (its first), and how many tasks have each.
         let mut count = vec![0usize; doms.len()];
         for t in &placed {
+            count[t.domains[0]] += 1;
+        }
+        for t in &placed {
             if tasks >= used {
-                proptest::prop_assert_eq!(t.domains.len(), 1, "{}: a task spans domains", name);
-            }
-            for &d in &t.domains {
-                count[d] += 1;
+                // Beside its home, only domains that are no task's home (left over).
                 proptest::prop_assert!(
-                    t.cpus.iter().all(|c| doms[d].iter().flatten().any(|x| x == c)) || t.domains.len() > 1,
-                    "{name}: a task outside its domain"
+                    t.domains.len() == 1 || (!spill && t.domains[1..].iter().all(|&d| count[d] == 0)),
+                    "{}: a task spans another task's domain", name
                 );
             }
+            proptest::prop_assert!(
+                t.cpus.iter().all(|c| t.domains.iter().any(|&d| doms[d].iter().flatten().any(|x| x == c))),
+                "{name}: a task outside its domains"
+            );
             proptest::prop_assert!(t.gpus.iter().all(|d| g.iter().any(|x| x.device == *d)), "{name}: a GPU not the step's");
         }
         // The -c rule: each task has its workers' CPUs whenever the node has room for them, a
         // task over several domains all their hardware threads when they have fewer.
-        let room: Vec<usize> = doms.iter().map(|d| d.iter().map(Vec::len).sum()).collect();
         let fit_workers = room.iter().map(|r| r / workers).sum::<usize>() >= tasks;
         for t in &placed {
             let has: usize = t.domains.iter().map(|&d| room[d]).sum();
@@ -340,7 +366,6 @@ proptest::proptest! {
         // Tasks per domain within one of their share, where no domain is full (a domain is full
         // at as many tasks as it has hardware threads for their workers, when the node has room).
         let total: usize = weights.iter().sum();
-        let caps: Vec<usize> = if fit_workers { room.iter().map(|r| r / workers).collect() } else { room.clone() };
         let fits = (0..doms.len()).all(|d| (tasks * weights[d]).div_ceil(total) <= caps[d]);
         if tasks >= used && fits {
             for d in 0..doms.len() {
@@ -355,7 +380,7 @@ proptest::proptest! {
         if tasks >= used {
             for (d, dom) in doms.iter().enumerate() {
                 if count[d] * workers <= dom.len() {
-                    for t in placed.iter().filter(|t| t.domains == [d]) {
+                    for t in placed.iter().filter(|t| t.domains[0] == d) {
                         let mut cores: Vec<usize> = t.cpus.iter().filter_map(|c| dom.iter().position(|k| k.contains(c))).collect();
                         let k = cores.len();
                         cores.dedup();
@@ -371,7 +396,7 @@ proptest::proptest! {
             for (d, &w) in under.iter().enumerate() {
                 let here: Vec<usize> = placed
                     .iter()
-                    .filter(|t| t.domains == [d] && w > 0)
+                    .filter(|t| t.domains[0] == d && w > 0)
                     .map(|t| t.gpus.len())
                     .collect();
                 let (lo, hi) = (here.iter().min(), here.iter().max());
