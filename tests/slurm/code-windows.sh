@@ -5,9 +5,9 @@
 # three: the kernel's fault-around maps whatever else of the window is cached, in windows aligned
 # to the randomised load address).
 # Usage: tests/slurm/code-windows.sh SO COMM COMMAND...
-#   Runs COMMAND with the probes on and prints "WINDOWS FUNCTIONS": the number of distinct 64 KiB
-#   windows of SO's file (by file offset) that hold any byte of a function run by a process named
-#   COMM, and how many such functions there were. Needs root and tracefs (mounted when missing).
+#   Runs COMMAND with the probes on and prints "WINDOWS FUNCTIONS BYTES": the number of distinct
+#   64 KiB windows of SO's file (by file offset) that hold any byte of a function run by a process
+#   named COMM, how many such functions there were, and their bytes in all. Needs root and tracefs (mounted when missing).
 #   Exits 3, saying why, when uprobes cannot be used here.
 set -uo pipefail
 so=$(realpath "$1") comm=$2
@@ -73,9 +73,10 @@ sed -n 's/^ *\(.*\)-[0-9]* *\[[0-9]*\].* \(f[0-9]*\): .*/\1 \2/p' "$work/trace" 
     END {
       for (i in ran) {
         funcs++
+        bytes += size[i]
         last = off[i] + (size[i] > 0 ? size[i] - 1 : 0)
         for (w = int(off[i] / 65536); w <= int(last / 65536); w++) windows[w] = 1
       }
       for (w in windows) count++
-      print count + 0, funcs + 0
+      print count + 0, funcs + 0, bytes + 0
     }'
