@@ -178,12 +178,14 @@ pub fn slurm_cores(topology: &NodeTopology, host: &str) -> Result<Option<Abstrac
     Ok(slurmd_cores(&conf, hw, overrides, NUMBERING))
 }
 
-/// Slurm's cores of this node for a step: slurmd's record in the cache, else read now (a step
-/// without a cache, or with one written before the record existed). What cannot be read is said
-/// at `--lama-verbose` / `-v` level, and the cores are taken as hwloc's.
+/// Slurm's cores of this node for a step: slurmd's record in the cache; else, for a topology
+/// probed or read from `topology=FILE`, read now. A cache written before the record existed
+/// keeps hwloc's cores (as before, until slurmd restarts): the rule is slurmd's view of its own
+/// hardware, and a cache of another machine must still show as one (a core it lacks). What
+/// cannot be read is said at `--lama-verbose` / `-v` level, and the cores are taken as hwloc's.
 pub fn slurm_cores_of(found: &NodeFound, host: &str) -> Option<AbstractCores> {
-    if let Some(rule) = found.system.as_ref().and_then(|s| s.slurm_cores) {
-        return rule;
+    if found.source == FROM_CACHE {
+        return found.system.as_ref().and_then(|s| s.slurm_cores).flatten();
     }
     slurm_cores(&found.topology, host).unwrap_or_else(|e| {
         log(
