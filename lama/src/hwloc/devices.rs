@@ -245,7 +245,22 @@ fn os_devices(topo: &Topology, ids: &HashMap<u64, usize>) -> Vec<Found> {
             .first_non_io_ancestor()
             .and_then(|a| ids.get(&a.global_persistent_index()).copied())
             .unwrap_or(0);
-        let key = pci.as_ref().map_or_else(|| name.clone(), |p| p.0.clone());
+        let mut key = pci.as_ref().map_or_else(|| name.clone(), |p| p.0.clone());
+        // A GPU partitioned by its driver (an AMD MI300's TPX or CPX mode, several rsmiN under
+        // one PCI function) is as many GPUs as its runtime enumerates: a second runtime-numbered
+        // name of the same family under one function is a device of its own.
+        if let Some(family) = runtime_family(kind, &name) {
+            let taken = found.iter().any(|f| {
+                f.key == key
+                    && f.kind == kind
+                    && f.names
+                        .iter()
+                        .any(|(_, n)| runtime_family(kind, n) == Some(family))
+            });
+            if taken {
+                key = format!("{key}/{name}");
+            }
+        }
         let ports = active_ports(dev);
         let rank = name_rank(kind, ty, &name);
         let fabric = ty == OSDeviceType::OpenFabrics;
@@ -268,6 +283,16 @@ fn os_devices(topo: &Topology, ids: &HashMap<u64, usize>) -> Vec<Found> {
         }
     }
     found
+}
+
+/// The runtime that numbers a GPU's OS device name (`cuda3`, `rsmi7`, `ze0`), if one does.
+fn runtime_family(kind: Kind, name: &str) -> Option<&'static str> {
+    if kind != Kind::Gpu {
+        return None;
+    }
+    ["cuda", "rsmi", "ze"]
+        .into_iter()
+        .find(|&p| trailing_number(name, p).is_some())
 }
 
 /// The ports of an OpenFabrics device that are up (state 4, ACTIVE): an inactive port is no
