@@ -211,6 +211,23 @@ struct Found {
     fabric: bool,
     pci: Option<String>,
     place: usize,
+    uuid: Option<String>,
+}
+
+/// A GPU's UUID from its OS device's infos: NVML's (`GPU-...`), or an AMD GPU's unique id unless
+/// it is blank (all zeros, as flux-core's dumps have them).
+fn uuid_of(dev: &TopologyObject) -> Option<String> {
+    dev.infos().iter().find_map(|i| {
+        let n = i.name().to_string_lossy();
+        let v = i.value().to_string_lossy().trim().to_string();
+        let known = n == "NVIDIAUUID" || n == "AMDUUID" || n == "LevelZeroUUID";
+        (known
+            && !v.is_empty()
+            && v.trim_start_matches("GPU-")
+                .chars()
+                .any(|c| c != '0' && c != '-'))
+        .then_some(v)
+    })
 }
 
 /// The compute and network devices, one per PCI function (or per OS device without one), in
@@ -264,11 +281,15 @@ fn os_devices(topo: &Topology, ids: &HashMap<u64, usize>) -> Vec<Found> {
         let ports = active_ports(dev);
         let rank = name_rank(kind, ty, &name);
         let fabric = ty == OSDeviceType::OpenFabrics;
+        let uuid = uuid_of(dev);
         match found.iter_mut().find(|f| f.key == key && f.kind == kind) {
             Some(f) => {
                 f.names.push((rank, name));
                 f.ports.extend(ports);
                 f.fabric |= fabric;
+                if f.uuid.is_none() {
+                    f.uuid = uuid;
+                }
             }
             None => found.push(Found {
                 key,
@@ -279,6 +300,7 @@ fn os_devices(topo: &Topology, ids: &HashMap<u64, usize>) -> Vec<Found> {
                 fabric,
                 pci: pci.map(|p| p.0),
                 place,
+                uuid,
             }),
         }
     }
@@ -349,6 +371,7 @@ impl Found {
             pci: self.pci,
             place: self.place,
             fabric: self.fabric,
+            uuid: (self.kind == Kind::Gpu).then_some(self.uuid).flatten(),
         }
     }
 }

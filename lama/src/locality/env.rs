@@ -112,24 +112,23 @@ pub fn named_gpus(
             .map(str::trim)
             .filter(|e| !e.is_empty())
             .collect();
+        // Slurm's hardware indexes stand beside the variable's entries only where those are
+        // indexes Slurm renumbered: a UUID or MIG entry is never matched by position.
+        let all_indexes = entries.iter().all(|e| gpu_index(e).is_some());
         let hw: Vec<&str> = match &slurm {
-            Some(s) if s.split(',').count() == entries.len() => {
+            Some(s) if all_indexes && s.split(',').count() == entries.len() => {
                 s.split(',').map(str::trim).collect()
             }
             _ => entries.clone(),
         };
         for (entry, hw) in entries.iter().zip(hw) {
-            // Level Zero sub-devices (`0.1`) belong to device 0.
-            let idx: u32 = hw.split('.').next().unwrap_or("").parse().map_err(|_| {
-                LocalityError::Allowed(format!(
-                    "{var}={value}: '{entry}' is not a GPU index (lama chooses among GPUs given by index)"
-                ))
-            })?;
-            if let Some(d) = loc
-                .devices
-                .iter()
-                .position(|d| d.kind == Kind::Gpu && d.vendor == vendor && d.index == Some(idx))
-            {
+            let d = match gpu_index(hw) {
+                Some(idx) => loc.devices.iter().position(|d| {
+                    d.kind == Kind::Gpu && d.vendor == vendor && d.index == Some(idx)
+                }),
+                None => Some(by_uuid(loc, vendor, var, &value, entry)?),
+            };
+            if let Some(d) = d {
                 if !allowed.contains(&d) {
                     allowed.push(d);
                     names.push((d, entry.to_string()));
@@ -149,6 +148,44 @@ pub fn named_gpus(
         devices: allowed,
         entries: names,
     }))
+}
+
+/// A GPU index entry (`3`; a Level Zero sub-device `0.1` belongs to device 0).
+fn gpu_index(entry: &str) -> Option<u32> {
+    let whole = entry.split('.').next()?;
+    (!whole.is_empty() && whole.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| whole.parse().ok())
+        .flatten()
+}
+
+/// The GPU an entry names by UUID (`GPU-8932f937-...`, or an AMD unique id), matched against
+/// the UUIDs hwloc reported (slurmd's cache keeps them); a MIG instance (`MIG-...`) or a UUID no
+/// GPU of the node has is an error naming the variable and the entry, never a guess.
+fn by_uuid(
+    loc: &Locality,
+    vendor: Vendor,
+    var: &str,
+    value: &str,
+    entry: &str,
+) -> Result<usize, LocalityError> {
+    if entry.starts_with("MIG-") {
+        return Err(LocalityError::Allowed(format!(
+            "{var}={value}: '{entry}' is an NVIDIA MIG instance; lama cannot tell which GPU (and so which CPUs) it belongs to, so it cannot place tasks beside it; leave GPUs to Slurm (no --lama-gpus)"
+        )));
+    }
+    let plain = |u: &str| u.trim_start_matches("GPU-").to_ascii_lowercase();
+    loc.devices
+        .iter()
+        .position(|d| {
+            d.kind == Kind::Gpu
+                && d.vendor == vendor
+                && d.uuid.as_deref().is_some_and(|u| plain(u) == plain(entry))
+        })
+        .ok_or_else(|| {
+            LocalityError::Allowed(format!(
+                "{var}={value}: '{entry}' is neither a GPU index nor the UUID of a GPU of this node as hwloc reports them; leave GPUs to Slurm (no --lama-gpus), or restart slurmd so that its topology cache records the GPUs' UUIDs"
+            ))
+        })
 }
 
 /// The environment one task gets for its devices: `LAMA_NICS`, `UCX_NET_DEVICES`, `LAMA_GPUS`, and

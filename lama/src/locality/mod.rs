@@ -88,6 +88,11 @@ pub struct Device {
     pub place: usize,
     /// OpenFabrics devices: true when there are ports; prefers these over plain Ethernet.
     pub fabric: bool,
+    /// The GPU's UUID as its runtime and Slurm write it (`GPU-8932f937-...`, from hwloc's
+    /// `NVIDIAUUID`; an AMD GPU's unique id, from `AMDUUID`), when hwloc reports one: how a GPU
+    /// named by UUID in `CUDA_VISIBLE_DEVICES` is found. Absent from caches written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
 }
 
 /// Device locality could not be read or used.

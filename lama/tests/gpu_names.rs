@@ -1,0 +1,151 @@
+//! GPUs named by UUID or as MIG instances (issue 65, part 3), on PRRTE's real Turin dump (4 H200,
+//! each with its NVML UUID): a GPU is found by its UUID, never by its position in
+//! `SLURM_STEP_GPUS`; a MIG instance or an unknown UUID is an error naming the variable. The
+//! UUIDs and the `cudaN` they belong to come from the XML's own text.
+
+use std::path::PathBuf;
+
+use lama::cache::{decode, encode, Detail};
+use lama::locality::{allowed_gpus, Locality};
+use lama::NodeTopology;
+
+fn turin() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/topologies/prrte-turin-4gpu-nvml-h200.xml")
+}
+
+/// From the XML's text: (cudaN's N, the NVIDIAUUID of the nvml device beside it under one PCI
+/// device).
+fn uuids() -> Vec<(u32, String)> {
+    let xml = std::fs::read_to_string(turin()).expect("xml");
+    let mut out = Vec::new();
+    let (mut cuda, mut uuid): (Option<u32>, Option<String>) = (None, None);
+    for line in xml.lines() {
+        if line.contains("type=\"PCIDev\"") {
+            cuda = None;
+            uuid = None;
+        }
+        if let Some(at) = line.find("name=\"cuda") {
+            let n: String = line[at + 10..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            cuda = n.parse().ok();
+        }
+        if let Some(at) = line.find("name=\"NVIDIAUUID\" value=\"") {
+            uuid = Some(
+                line[at + 25..]
+                    .split('"')
+                    .next()
+                    .expect("a value")
+                    .to_string(),
+            );
+        }
+        if let (Some(c), Some(u)) = (cuda, uuid.clone()) {
+            if !out.iter().any(|(k, _)| *k == c) {
+                out.push((c, u));
+            }
+        }
+    }
+    out
+}
+
+fn load() -> Locality {
+    NodeTopology::from_xml_file_with_devices(&turin(), true)
+        .expect("Turin")
+        .1
+}
+
+fn allowed(loc: &Locality, vars: &[(&str, &str)]) -> Result<Vec<String>, String> {
+    let get = |k: &str| {
+        vars.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    };
+    match allowed_gpus(loc, get) {
+        Ok(Some(a)) => Ok(a
+            .devices
+            .iter()
+            .map(|&d| loc.devices()[d].name.clone())
+            .collect()),
+        Ok(None) => Ok(Vec::new()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[test]
+fn a_gpu_named_by_uuid_is_found_by_its_uuid() {
+    let loc = load();
+    let ids = uuids();
+    assert_eq!(ids.len(), 4, "the dump's four GPUs: {ids:?}");
+    for (n, uuid) in &ids {
+        // Slurm numbers the step's one GPU 0 in SLURM_STEP_GPUS' place of a renumbered index:
+        // the UUID, not the position, decides.
+        let got = allowed(
+            &loc,
+            &[("CUDA_VISIBLE_DEVICES", uuid), ("SLURM_STEP_GPUS", "0")],
+        )
+        .expect("found");
+        assert_eq!(got, vec![format!("cuda{n}")], "{uuid}");
+    }
+    // Two of them, in Slurm's order, with the hardware indexes beside them.
+    let two = format!("{},{}", ids[3].1, ids[1].1);
+    let got = allowed(
+        &loc,
+        &[("CUDA_VISIBLE_DEVICES", &two), ("SLURM_STEP_GPUS", "0,1")],
+    )
+    .expect("found");
+    assert_eq!(
+        got,
+        vec![format!("cuda{}", ids[3].0), format!("cuda{}", ids[1].0)]
+    );
+}
+
+#[test]
+fn mig_instances_and_unknown_uuids_are_errors() {
+    let loc = load();
+    let mig = "MIG-1e6e5e76-7c7b-5e4a-9f33-2b9ad2d1a0a1";
+    let e = allowed(
+        &loc,
+        &[("CUDA_VISIBLE_DEVICES", mig), ("SLURM_STEP_GPUS", "2")],
+    )
+    .expect_err("a MIG instance");
+    assert!(
+        e.contains("CUDA_VISIBLE_DEVICES") && e.contains(mig) && e.contains("MIG"),
+        "{e}"
+    );
+    let e = allowed(
+        &loc,
+        &[(
+            "CUDA_VISIBLE_DEVICES",
+            "GPU-00000000-1111-2222-3333-444444444444",
+        )],
+    )
+    .expect_err("no such GPU");
+    assert!(
+        e.contains("GPU-00000000-1111-2222-3333-444444444444"),
+        "{e}"
+    );
+    // Indexes still map through SLURM_STEP_GPUS where Slurm renumbered them.
+    assert_eq!(
+        allowed(
+            &loc,
+            &[("CUDA_VISIBLE_DEVICES", "0"), ("SLURM_STEP_GPUS", "2")]
+        )
+        .expect("an index"),
+        vec!["cuda2".to_string()]
+    );
+}
+
+#[test]
+fn the_cache_keeps_the_uuids() {
+    let (node, loc) = NodeTopology::from_xml_file_with_devices(&turin(), true).expect("Turin");
+    let text = encode(&node, Some(&loc), None, None).expect("encode");
+    let back = decode(&text, "cache", Detail::Devices)
+        .expect("decode")
+        .locality
+        .expect("devices");
+    let (n, uuid) = uuids()[2].clone();
+    let got = allowed(&back, &[("CUDA_VISIBLE_DEVICES", &uuid)]).expect("found");
+    assert_eq!(got, vec![format!("cuda{n}")]);
+}
