@@ -31,6 +31,8 @@
 #   LAMA_SANDBOX_GPUS=N (N fake GPUs per node through GRES: character devices made with mknod under
 #   $LAMA_SANDBOX/dev, gres.conf with AutoDetect=off),
 #   LAMA_SANDBOX_GPU_CORES ("0-3 0-3 4-7 4-7": each GPU's Cores= in gres.conf, one word per GPU),
+#   LAMA_SANDBOX_SHARDS=N, LAMA_SANDBOX_MPS=N (with LAMA_SANDBOX_GPUS: gres/shard and gres/mps,
+#   N of each per GPU on its device file, AutoDetect=off),
 #   LAMA_SANDBOX_NETWORK ("tree GROUP..." or "block GROUP...": a network topology in topology.conf,
 #   TopologyPlugin=topology/tree with one leaf switch per GROUP, a hostlist such as n[3-4], under one
 #   top switch, or topology/block with one block per GROUP; in the order given, which from Slurm 26.05
@@ -116,7 +118,7 @@ write_conf() {
   local plug=${LAMA_SANDBOX_PLUGSTACK:-$dir/plugstack.conf}
   [ -f "$plug" ] || plugstack_line "${LAMA_SANDBOX_PLUGIN:-}" > "$plug"
   local hw; hw=$(hardware)
-  local proctrack=proctrack/linuxproc task=${LAMA_SANDBOX_TASK_PLUGIN:-task/none} cores=no devices=no gres="" gpus=${LAMA_SANDBOX_GPUS:-0}
+  local proctrack=proctrack/linuxproc task=${LAMA_SANDBOX_TASK_PLUGIN:-task/none} cores=no devices=no gres="" gres_types=gpu gpus=${LAMA_SANDBOX_GPUS:-0}
   if [ "${LAMA_SANDBOX_CGROUP:-0}" = 1 ]; then
     proctrack=proctrack/cgroup task=task/affinity,task/cgroup cores=yes
   fi
@@ -144,6 +146,18 @@ write_conf() {
       printf 'AutoDetect=off\nNodeName=n[1-%d] Name=gpu File=%s/dev/nvidia[0-%d]\n' "$count" "$dir" $((gpus - 1)) > "$dir/gres.conf"
     fi
     gres="Gres=gpu:$gpus"
+    # Shared GPUs: N shards or N MPS shares of each GPU, on its own device file.
+    local pair var kind per
+    for pair in SHARDS:shard MPS:mps; do
+      var=LAMA_SANDBOX_${pair%%:*} kind=${pair#*:} per=${!var:-0}
+      [[ $per =~ ^[0-9]+$ ]] || die "$var must be a number per GPU, not '$per'"
+      [ "$per" -gt 0 ] || continue
+      for ((i = 0; i < gpus; i++)); do
+        echo "NodeName=n[1-$count] Name=$kind Count=$per File=$dir/dev/nvidia$i"
+      done >> "$dir/gres.conf"
+      gres+=",$kind:$((per * gpus))"
+      gres_types+=",$kind"
+    done
   fi
   local network=""
   if [ -n "${LAMA_SANDBOX_NETWORK:-}" ]; then
@@ -187,7 +201,7 @@ SlurmdParameters=config_overrides
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 PlugStackConfig=$plug
-${gres:+GresTypes=gpu}
+${gres:+GresTypes=$gres_types}
 $network
 SlurmdTimeout=$((30 + count / 8))
 # Every slurmd shares two CPUs: a step over hundreds of nodes needs longer than the default 10 s

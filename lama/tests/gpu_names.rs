@@ -149,3 +149,25 @@ fn the_cache_keeps_the_uuids() {
     let got = allowed(&back, &[("CUDA_VISIBLE_DEVICES", &uuid)]).expect("found");
     assert_eq!(got, vec![format!("cuda{n}")]);
 }
+
+/// `--gpu-bind=verbose,none` binds nothing (Slurm only prints), so lama may choose among the
+/// step's GPUs; `verbose,closest` and `single:1` bind task by task.
+#[test]
+fn verbose_none_is_no_binding() {
+    use lama::locality::gpus_per_task;
+    let with =
+        |var: &'static str, v: &'static str| move |k: &str| (k == var).then(|| v.to_string());
+    assert!(gpus_per_task(
+        with("SLURMD_TRES_BIND", "gres/gpu:verbose,none"),
+        "SLURMD_TRES_BIND"
+    )
+    .is_none());
+    assert!(gpus_per_task(with("SLURM_GPU_BIND", "verbose,none"), "SLURM_GPU_BIND").is_none());
+    assert!(gpus_per_task(with("SLURM_GPU_BIND", "none"), "SLURM_GPU_BIND").is_none());
+    assert!(gpus_per_task(
+        with("SLURMD_TRES_BIND", "gres/gpu:verbose,closest"),
+        "SLURMD_TRES_BIND"
+    )
+    .is_some());
+    assert!(gpus_per_task(with("SLURM_GPU_BIND", "single:1"), "SLURM_GPU_BIND").is_some());
+}

@@ -310,6 +310,27 @@ for_gpus() { # name srun-args...
 for_gpus "--gpus-per-node=2" --gpus-per-node=2
 for_gpus "--gpus=2" --gpus=2
 for_gpus "--gpus=2 --cpus-per-gpu=2" --gpus=2 --cpus-per-gpu=2
+# --gpu-bind=verbose,none binds nothing (Slurm only prints): as --gpu-bind=none, lama chooses
+# among the step's GPUs where Slurm names them (26.05), and on 22.05, which then exports no
+# CUDA_VISIBLE_DEVICES, says it cannot tell which they are.
+if [ "$(printf '%s\n' 23.11 "$release" | sort -V | head -n 1)" = 23.11 ]; then
+  for_gpus "--gres=gpu:2 --gpu-bind=verbose,none" --gres=gpu:2 --gpu-bind=verbose,none
+else
+  refused "--gpu-bind=verbose,none beside --lama-gpus on $release (no CUDA_VISIBLE_DEVICES)" \
+    "did not say which" -N1 -w n1 -n2 --gres=gpu:2 --gpu-bind=verbose,none --lama-gpus=1
+fi
+# --gpus-per-socket (with --sockets-per-node): the step's GPUs, one per socket here; each task,
+# on a socket of its own (-c8), gets its own socket's GPU (cuda0-1 on CPUs 0-79, cuda2-3 above).
+out=$(run -N1 -w n1 -n2 -c8 --gpus-per-socket=1 --sockets-per-node=2 --lama-map=scbnh --lama-bind=1c --lama-gpus=1 \
+  bash -c 'echo "g $SLURM_PROCID ${LAMA_CPUS%%-*} ${LAMA_GPUS:-none} ${SLURM_STEP_GPUS:-none}"' 2>&1)
+bad=""
+while read -r _ t c g step; do
+  want=$([ "$c" -lt 80 ] && echo "cuda0 cuda1" || echo "cuda2 cuda3")
+  [[ " $want " == *" $g "* && ,$step, == *,${g#cuda},* ]] || bad+="task $t on CPU $c got $g (step GPUs $step); "
+done < <(grep '^g ' <<<"$out")
+if [ "$(grep -c '^g ' <<<"$out")" = 2 ] && [ -z "$bad" ] && [ "$(awk '$1 == "g" {print $4}' <<<"$out" | sort -u | wc -l)" = 2 ]; then
+  ok "--gpus-per-socket=1 --sockets-per-node=2 with --lama-gpus=1: each task its own socket's GPU of the step ($(awk '$1 == "g" {print $4}' <<<"$out" | sort | paste -sd' '))"
+else not_ok "--gpus-per-socket=1 with --lama-gpus=1" "$bad" "$out"; fi
 # Slurm's GPU binding task by task in its other spellings: refused beside --lama-gpus, in srun.
 # (--tres-bind came with Slurm 23.11: 22.05's srun does not know it.)
 if srun --help 2>&1 | grep -q -- --tres-bind; then

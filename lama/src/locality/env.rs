@@ -35,7 +35,14 @@ pub fn gpus_per_task(get: impl Fn(&str) -> Option<String>, bind_var: &str) -> Op
     let bind = get(bind_var)?;
     let gpu =
         gpu_bind_mode(&bind).or_else(|| (bind_var == "SLURM_GPU_BIND").then_some(bind.trim()));
-    let how = gpu.filter(|h| !h.is_empty() && !h.starts_with("none"))?;
+    // `verbose` only prints the binding: `verbose,none` binds nothing.
+    let how = gpu.filter(|h| {
+        let mut parts = h
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty() && *p != "verbose");
+        parts.next().is_some_and(|p| !p.starts_with("none"))
+    })?;
     Some(format!(
         "Slurm binds GPUs task by task in this step (gpu:{how}, from --gpu-bind, --gpus-per-task or --ntasks-per-gpu), so lama cannot choose among them; ask for GPUs per node or per step (--gres=gpu:N, --gpus-per-node=N, --gpus=N) without --gpu-bind, or leave GPUs to Slurm (no --lama-gpus)"
     ))
