@@ -119,6 +119,7 @@ for r in "${releases[@]}"; do
     timed tests/slurm/layouts.sh target/debug/lama
     timed tests/slurm/topology.sh target/debug/lama "$plugin"
     timed tests/slurm/declared.sh target/debug/lama "$plugin"
+    timed tests/slurm/shared_gpus.sh target/debug/lama "$plugin"
     timed tests/slurm/plugin.sh target/debug/lama "$plugin" "$release_plugin"
     timed tests/slurm/hostfile.sh target/debug/lama "$plugin"
     timed tests/slurm/hostile.sh target/debug/lama "$plugin"
