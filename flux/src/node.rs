@@ -409,8 +409,13 @@ fn parse(
     file: Option<std::path::PathBuf>,
     writer: Writer,
 ) -> Result<(NodeTopology, Locality, &'static str), String> {
-    let (topo, loc) =
+    let (topo, mut loc) =
         NodeTopology::from_xml_text_with_devices(&name, &xml, true).map_err(|e| e.to_string())?;
+    // The broker's XML is this node's: so are the driver's MIG instances.
+    lama::locality::driver::mark_mig(
+        &mut loc,
+        std::path::Path::new(lama::locality::driver::DRIVER),
+    );
     if let Some(f) = &file {
         let saved = match f.parent() {
             Some(dir) => cache::prepare_folder(dir, writer),

@@ -126,6 +126,19 @@ fn mig_instances_and_unknown_uuids_are_errors() {
         e.contains("GPU-00000000-1111-2222-3333-444444444444"),
         "{e}"
     );
+    // The form drivers before 470.42.01 gave (Slurm writes it then): the GPU's own UUID.
+    let (n, uuid) = uuids()[1].clone();
+    assert_eq!(
+        allowed(
+            &loc,
+            &[(
+                "CUDA_VISIBLE_DEVICES",
+                &format!("MIG-{uuid}/1/0,MIG-{uuid}/2/0")
+            )]
+        )
+        .expect("the GPU the instances name"),
+        vec![format!("cuda{n}")]
+    );
     // Indexes still map through SLURM_STEP_GPUS where Slurm renumbered them.
     assert_eq!(
         allowed(
@@ -170,4 +183,78 @@ fn verbose_none_is_no_binding() {
     )
     .is_some());
     assert!(gpus_per_task(with("SLURM_GPU_BIND", "single:1"), "SLURM_GPU_BIND").is_some());
+}
+
+/// The driver's folder of a node whose GPU at `bus` (minor number 3) has MIG instances, as
+/// `/proc/driver/nvidia` shows it, written under a scratch folder.
+fn driver_with_mig(bus: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("lama-nvidia-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let gpu = root.join("gpus").join(bus);
+    std::fs::create_dir_all(&gpu).expect("scratch");
+    std::fs::write(
+        gpu.join("information"),
+        format!("Model: \t\t NVIDIA H200\nBus Location: \t {bus}\nDevice Minor: \t 3\nGPU Excluded:\t No\n"),
+    )
+    .expect("write");
+    std::fs::create_dir_all(root.join("capabilities/gpu3/mig/gi1/ci0")).expect("scratch");
+    std::fs::create_dir_all(root.join("capabilities/gpu0/mig")).expect("scratch");
+    root
+}
+
+/// On a node whose GPUs are partly split into MIG instances, Slurm's and CUDA's indexes count
+/// the instances too: an index is refused with the variable and the split GPU named, while a
+/// whole GPU named by UUID (gres.conf's env_uuid) is still found. The mark survives the cache.
+#[test]
+fn indexes_on_a_mig_node_are_refused() {
+    let (node, mut loc) = NodeTopology::from_xml_file_with_devices(&turin(), true).expect("Turin");
+    let (n, uuid) = uuids()[3].clone();
+    let bus = loc
+        .devices()
+        .iter()
+        .find(|d| d.name == format!("cuda{n}"))
+        .and_then(|d| d.pci.clone())
+        .expect("the GPU's bus id");
+    let root = driver_with_mig(&bus);
+    lama::locality::driver::mark_mig(&mut loc, &root);
+    let _ = std::fs::remove_dir_all(&root);
+    let marked: Vec<&str> = loc
+        .devices()
+        .iter()
+        .filter(|d| d.mig)
+        .map(|d| d.name.as_str())
+        .collect();
+    assert_eq!(
+        marked,
+        vec![format!("cuda{n}")],
+        "only the GPU with an instance"
+    );
+    let text = encode(&node, Some(&loc), None, None).expect("encode");
+    let back = decode(&text, "cache", Detail::Devices)
+        .expect("decode")
+        .locality
+        .expect("devices");
+    for l in [&loc, &back] {
+        let e = allowed(
+            l,
+            &[("CUDA_VISIBLE_DEVICES", "0"), ("SLURM_STEP_GPUS", "2")],
+        )
+        .expect_err("an index on a MIG node");
+        assert!(
+            e.contains("CUDA_VISIBLE_DEVICES=0")
+                && e.contains(&format!("cuda{n}"))
+                && e.contains("env_uuid"),
+            "{e}"
+        );
+        let (w, whole) = uuids()[0].clone();
+        assert_eq!(
+            allowed(
+                l,
+                &[("CUDA_VISIBLE_DEVICES", &whole), ("SLURM_STEP_GPUS", "0")]
+            )
+            .expect("by UUID"),
+            vec![format!("cuda{w}")]
+        );
+        assert!(allowed(l, &[("CUDA_VISIBLE_DEVICES", &uuid)]).is_ok());
+    }
 }

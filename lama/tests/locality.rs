@@ -445,7 +445,7 @@ prop_compose! {
         let n = places.len();
         let devices = devs.iter().enumerate().map(|(i, at)| Device {
             name: format!("gpu{i}"), names: vec![format!("gpu{i}")], kind: Kind::Gpu, vendor: Vendor::Nvidia,
-            index: Some(i as u32), ucx: None, pci: None, place: at.index(n), fabric: false, uuid: None,
+            index: Some(i as u32), ucx: None, pci: None, place: at.index(n), fabric: false, uuid: None, mig: false,
         }).collect();
         let numa = (0..packages).map(|p| Numa { os_index: p as u32, cpus: places[1 + p * (1 + cores * (1 + pus))].cpus.clone(), kind: lama::tiers::MemoryKind::Plain, default: true, capacity: 0, bandwidth: None, latency: None, borrowed: Vec::new() }).collect();
         Locality::new(places, numa, None, devices)

@@ -54,11 +54,19 @@ pub fn find(settings: &Settings, host: &str, detail: Detail) -> Result<NodeFound
     if let Some(path) = &settings.topology {
         let n = probe::node(Some(path), detail)?;
         let usable = n.topology.cpus();
+        // The file describes this node: the driver's MIG instances are this node's too.
+        let mut locality = n.locality;
+        if let Some(loc) = locality.as_mut() {
+            lama::locality::driver::mark_mig(
+                loc,
+                std::path::Path::new(lama::locality::driver::DRIVER),
+            );
+        }
         return Ok(NodeFound {
             topology: n.topology,
             usable,
             system: None,
-            locality: n.locality,
+            locality,
             numa: n.numa,
             source: "topology from its file (hwloc)",
         });

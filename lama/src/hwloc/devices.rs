@@ -101,14 +101,12 @@ impl Locality {
         Ok(Locality::from_hwloc(&topo))
     }
 
-    /// Probes this machine with its I/O devices.
+    /// Probes this machine with its I/O devices, and which of its NVIDIA GPUs the driver has
+    /// split into MIG instances.
     pub fn this_machine() -> Result<Locality, LocalityError> {
-        Ok(Locality::from_hwloc(&hwloc(
-            "this machine",
-            None,
-            true,
-            true,
-        )?))
+        let mut loc = Locality::from_hwloc(&hwloc("this machine", None, true, true)?);
+        crate::locality::driver::mark_mig(&mut loc, Path::new(crate::locality::driver::DRIVER));
+        Ok(loc)
     }
 
     /// Reads places, NUMA nodes, the `NUMALatency` matrix and devices from a loaded topology.
@@ -372,6 +370,7 @@ impl Found {
             place: self.place,
             fabric: self.fabric,
             uuid: (self.kind == Kind::Gpu).then_some(self.uuid).flatten(),
+            mig: false,
         }
     }
 }

@@ -55,7 +55,9 @@ impl NodeTopology {
     ) -> Result<(NodeTopology, Vec<u32>, Locality), TopologyError> {
         let topo = hwloc("this machine", None, true, true)?;
         let node = NodeTopology::convert(&topo, "this machine", !whole)?;
-        Ok((node, allowed_cpus(&topo), Locality::from_hwloc(&topo)))
+        let mut loc = Locality::from_hwloc(&topo);
+        crate::locality::driver::mark_mig(&mut loc, Path::new(crate::locality::driver::DRIVER));
+        Ok((node, allowed_cpus(&topo), loc))
     }
 
     /// Builds a topology from an hwloc synthetic description such as `pack:2 core:4 pu:2`.

@@ -128,8 +128,21 @@ pub fn named_gpus(
             }
             _ => entries.clone(),
         };
+        // MIG instances are numbered with the whole GPUs, by Slurm and by CUDA alike.
+        let split: Vec<&str> = loc
+            .devices
+            .iter()
+            .filter(|d| d.mig && d.vendor == vendor)
+            .map(|d| d.name.as_str())
+            .collect();
         for (entry, hw) in entries.iter().zip(hw) {
             let d = match gpu_index(hw) {
+                Some(_) if !split.is_empty() => {
+                    return Err(LocalityError::Allowed(format!(
+                        "{var}={value}: this node's GPU(s) {} are split into MIG instances, which Slurm and CUDA number together with the whole GPUs, so the index '{entry}' does not tell lama which GPU (and so which CPUs) it is; name GPUs by UUID (Flags=env_uuid in gres.conf), or leave GPUs to Slurm (no --lama-gpus)",
+                        split.join(", ")
+                    )))
+                }
                 Some(idx) => loc.devices.iter().position(|d| {
                     d.kind == Kind::Gpu && d.vendor == vendor && d.index == Some(idx)
                 }),
@@ -166,8 +179,10 @@ fn gpu_index(entry: &str) -> Option<u32> {
 }
 
 /// The GPU an entry names by UUID (`GPU-8932f937-...`, or an AMD unique id), matched against
-/// the UUIDs hwloc reported (slurmd's cache keeps them); a MIG instance (`MIG-...`) or a UUID no
-/// GPU of the node has is an error naming the variable and the entry, never a guess.
+/// the UUIDs hwloc reported (slurmd's cache keeps them), and a MIG instance in the form that
+/// names its GPU (`MIG-GPU-<uuid>/1/0`) by its GPU; a MIG instance named by its own UUID
+/// (`MIG-<uuid>`) or a UUID no GPU of the node has is an error naming the variable and the entry,
+/// never a guess.
 fn by_uuid(
     loc: &Locality,
     vendor: Vendor,
@@ -175,11 +190,18 @@ fn by_uuid(
     value: &str,
     entry: &str,
 ) -> Result<usize, LocalityError> {
-    if entry.starts_with("MIG-") {
-        return Err(LocalityError::Allowed(format!(
-            "{var}={value}: '{entry}' is an NVIDIA MIG instance; lama cannot tell which GPU (and so which CPUs) it belongs to, so it cannot place tasks beside it; leave GPUs to Slurm (no --lama-gpus)"
-        )));
-    }
+    // Before driver 470.42.01 a MIG instance was named after its GPU: MIG-GPU-<uuid>/<gi>/<ci>.
+    let entry = match entry.strip_prefix("MIG-") {
+        Some(parent) if parent.starts_with("GPU-") && parent.contains('/') => {
+            parent.split('/').next().unwrap_or(parent)
+        }
+        Some(_) => {
+            return Err(LocalityError::Allowed(format!(
+                "{var}={value}: '{entry}' is an NVIDIA MIG instance named by its own UUID, which hwloc does not list, so lama cannot tell which GPU (and so which CPUs) it belongs to; leave GPUs to Slurm (no --lama-gpus)"
+            )))
+        }
+        None => entry,
+    };
     let plain = |u: &str| u.trim_start_matches("GPU-").to_ascii_lowercase();
     loc.devices
         .iter()

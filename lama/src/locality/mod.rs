@@ -14,6 +14,7 @@
 //! shared device onto an idle one that is as near for it.
 
 mod choice;
+pub mod driver;
 mod env;
 mod numa;
 pub mod weights;
@@ -93,6 +94,11 @@ pub struct Device {
     /// named by UUID in `CUDA_VISIBLE_DEVICES` is found. Absent from caches written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// The NVIDIA driver lists MIG instances on this GPU (`/proc/driver/nvidia/capabilities`).
+    /// Slurm and CUDA then number the instances with the whole GPUs, so an index no longer names
+    /// this GPU. Absent (false) from caches written before it, and from topology files.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mig: bool,
 }
 
 /// Device locality could not be read or used.
@@ -132,7 +138,7 @@ pub struct Locality {
     pub(crate) places: PlaceTable,
     numa: Vec<Numa>,
     latency: Option<Vec<Vec<u64>>>,
-    devices: Vec<Device>,
+    pub(crate) devices: Vec<Device>,
     /// OS CPU index -> index of its PU place.
     pu_place: Vec<Option<usize>>,
     depth: Vec<u32>,
