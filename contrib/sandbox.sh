@@ -33,6 +33,10 @@
 #   LAMA_SANDBOX_GPU_CORES ("0-3 0-3 4-7 4-7": each GPU's Cores= in gres.conf, one word per GPU),
 #   LAMA_SANDBOX_SHARDS=N, LAMA_SANDBOX_MPS=N (with LAMA_SANDBOX_GPUS: gres/shard and gres/mps,
 #   N of each per GPU on its device file, AutoDetect=off),
+#   LAMA_SANDBOX_NVML=FILE (AutoDetect=nvml over the tests' stand-in NVML, tests/nvml/, whose
+#   description FILE lists the GPUs and MIG instances; needs a LAMA_SLURM_PREFIX built by
+#   contrib/slurm-build.sh; each slurmd gets NVIDIA's device files in a mount namespace of its own),
+#   LAMA_SANDBOX_NVML_FLAGS (with LAMA_SANDBOX_NVML: a gres.conf Flags= for the GPUs, e.g. env_uuid),
 #   LAMA_SANDBOX_NETWORK ("tree GROUP..." or "block GROUP...": a network topology in topology.conf,
 #   TopologyPlugin=topology/tree with one leaf switch per GROUP, a hostlist such as n[3-4], under one
 #   top switch, or topology/block with one block per GROUP; in the order given, which from Slurm 26.05
@@ -107,6 +111,34 @@ cores() {
   echo "Sockets=${s:-1} CoresPerSocket=${c:-1} ThreadsPerCore=${t:-1}"
 }
 
+# AutoDetect=nvml over the stand-in NVML: what slurmd needs beside the description (the library,
+# the driver's MIG minor numbers), gres.conf, and the node's GPU count (whole GPUs and MIG
+# instances). Sets gres and gres_types for the node lines.
+nvml_conf() {
+  [ -n "$prefix" ] && [ -f "$prefix/lib/slurm/gpu_nvml.so" ] ||
+    die "LAMA_SANDBOX_NVML needs LAMA_SLURM_PREFIX, a Slurm built with gpu/nvml by contrib/slurm-build.sh"
+  [ "$gpus" = 0 ] || die "LAMA_SANDBOX_NVML and LAMA_SANDBOX_GPUS exclude each other"
+  local s=$dir/nvml inc whole migs
+  mkdir -p "$s"
+  cp "$LAMA_SANDBOX_NVML" "$s/gpus" || die "cannot read LAMA_SANDBOX_NVML=$LAMA_SANDBOX_NVML"
+  inc=$("$top/contrib/nvml-dev.sh")
+  gcc -shared -fPIC -O2 -I"$inc" "$top/tests/nvml/nvml_standin.c" -o "$s/libnvidia-ml.so.1" ||
+    die "cannot build the stand-in NVML"
+  ln -sf libnvidia-ml.so.1 "$s/libnvidia-ml.so"
+  # The driver's capability files: one for each MIG instance's GPU instance, one for its compute
+  # instance.
+  awk 'BEGIN {m = 3} $1 == "mig" {
+      printf "gpu%s/gi%s/access %d\ngpu%s/gi%s/ci%s/access %d\n", $2, $3, m, $2, $3, $4, m + 1; m += 2 }' \
+    "$s/gpus" > "$s/mig-minors"
+  whole=$(awk '$1 == "gpu" {g[$2] = 1} $1 == "mig" {m[$2] = 1}
+    END {n = 0; for (k in g) if (!(k in m)) n++; print n}' "$s/gpus")
+  migs=$(grep -c '^mig ' "$s/gpus" || true)
+  { echo AutoDetect=nvml
+    [ -z "${LAMA_SANDBOX_NVML_FLAGS:-}" ] || echo "NodeName=n[1-$count] Name=gpu Flags=$LAMA_SANDBOX_NVML_FLAGS"
+  } > "$dir/gres.conf"
+  gres="Gres=gpu:$((whole + migs))"
+}
+
 write_conf() {
   mkdir -p "$dir"/{munge,state,log,spool}
   # Each node's own TmpFS: Slurm's PMIx plugin names its per-step directory there by uid, job
@@ -159,6 +191,7 @@ write_conf() {
       gres_types+=",$kind"
     done
   fi
+  [ -z "${LAMA_SANDBOX_NVML:-}" ] || nvml_conf
   local network=""
   if [ -n "${LAMA_SANDBOX_NETWORK:-}" ]; then
     local kind group i=0
@@ -271,7 +304,12 @@ start() {
     --log-file="$dir/log/munged.log" --pid-file="$dir/munge/munged.pid" --seed-file="$dir/munge/seed" --force
   clean_env slurmctld -f "$conf" -i
   for n in "${nodes[@]}"; do
-    clean_env unshare --uts sh -c "hostname $n && exec slurmd -f '$conf' -N $n"
+    if [ -n "${LAMA_SANDBOX_NVML:-}" ]; then
+      clean_env LD_LIBRARY_PATH="$dir/nvml" LAMA_NVML_STANDIN="$dir/nvml/gpus" unshare --uts --mount \
+        sh -c "hostname $n && exec '$top/tests/nvml/namespace.sh' '$dir/nvml' $n slurmd -f '$conf' -N $n"
+    else
+      clean_env unshare --uts sh -c "hostname $n && exec slurmd -f '$conf' -N $n"
+    fi
   done
   export SLURM_CONF=$conf
   # About 0.1 s per node on two CPUs; give each a second, and at least 20 s.

@@ -120,6 +120,7 @@ for r in "${releases[@]}"; do
     timed tests/slurm/topology.sh target/debug/lama "$plugin"
     timed tests/slurm/declared.sh target/debug/lama "$plugin"
     timed tests/slurm/shared_gpus.sh target/debug/lama "$plugin"
+    timed tests/slurm/nvml.sh target/debug/lama "$plugin"
     timed tests/slurm/plugin.sh target/debug/lama "$plugin" "$release_plugin"
     timed tests/slurm/hostfile.sh target/debug/lama "$plugin"
     timed tests/slurm/hostile.sh target/debug/lama "$plugin"

@@ -3,11 +3,14 @@
  * driver, answered from a description of GPUs, so that a real slurmd with AutoDetect=nvml finds
  * GPUs and MIG instances on a machine without any, and writes the variables it writes on a real
  * node. Compiled against NVIDIA's own nvml.h (PyPI's nvidia-nvml-dev), so every signature is the
- * header's. Work in progress (issue 65, part 5): not yet built or run by the test command.
+ * header's. Built by contrib/slurm-build.sh (so that configure finds an NVML) and by
+ * contrib/sandbox.sh for a sandbox with LAMA_SANDBOX_NVML; tests/slurm/nvml.sh runs it.
  *
  * The description is the file named by LAMA_NVML_STANDIN, one line per GPU or MIG instance:
  *   gpu MINOR UUID BUSID CPULIST [NAME]
  *   mig PARENT_MINOR GI CI UUID SLICES MEMORY_MB
+ *   driver VERSION        (default 570.00.00; Slurm names MIG instances by their own UUIDs
+ *                          from 470.42.01 on, as MIG-GPU-UUID/GI/CI before)
  * GPUs are enumerated in the order of their lines (NVML's index), MIG instances under the GPU
  * whose minor number they name; a GPU with MIG lines is in MIG mode.
  */
@@ -42,6 +45,7 @@ static struct gpu gpus[MAX_GPUS];
 static struct handle handles[MAX_GPUS * (MAX_MIGS + 1)];
 static unsigned ngpus;
 static int loaded;
+static char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "570.00.00";
 
 static void copy(char *dst, size_t size, const char *src)
 {
@@ -71,6 +75,8 @@ static nvmlReturn_t load(void)
 			copy(g->bus, sizeof(g->bus), bus);
 			copy(g->cpus, sizeof(g->cpus), cpus);
 			copy(g->name, sizeof(g->name), name);
+		} else if (sscanf(line, "driver %63s", driver) == 1) {
+			continue;
 		} else if (sscanf(line, "%7s %u %u %u %95s %u %u", kind, &minor, &gi, &ci, uuid,
 				  &slices, &mem) == 7 && !strcmp(kind, "mig")) {
 			for (unsigned i = 0; i < ngpus; i++) {
@@ -113,6 +119,14 @@ nvmlReturn_t DECLDIR nvmlInit_v2(void)
 	return load();
 }
 
+/* The unversioned name too, as the real library exports it: configure links against it. */
+#undef nvmlInit
+nvmlReturn_t DECLDIR nvmlInit(void);
+nvmlReturn_t DECLDIR nvmlInit(void)
+{
+	return load();
+}
+
 nvmlReturn_t DECLDIR nvmlShutdown(void)
 {
 	return NVML_SUCCESS;
@@ -125,7 +139,7 @@ const DECLDIR char *nvmlErrorString(nvmlReturn_t result)
 
 nvmlReturn_t DECLDIR nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
-	copy(version, length, "570.00.00");
+	copy(version, length, driver);
 	return NVML_SUCCESS;
 }
 
