@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The Flux shell plugin on declared hardware: for each of three real machines (the 2x8x2 Intel,
-# the KNL in SNC4 mode, the POWER8 with four GPUs), a Flux instance of three fake hosts whose
+# The Flux shell plugin on declared hardware: for each of four real machines (the 2x8x2 Intel,
+# the KNL in SNC4 mode, the POWER8 with four GPUs, LLNL's Tuolumne MI300A node), a Flux instance of three fake hosts whose
 # resources the instance's configuration declares (the machine's cores, and its GPUs), and the
 # plugin's conf pointing at the machine's hwloc XML. CPUs are then computed, not bound; every
 # task's LAMA_CPUS (and GPUs) must equal `lama plan` on that XML, node by node.
@@ -28,7 +28,8 @@ machine() {
 if [ -z "${LAMA_FLUX_XML:-}" ]; then
   machines="32em64t-2n8c2t-pci-normalio.xml 0
 64intel64-fakeKNL-SNC4-hybrid.xml 0
-power8gpudistances.xml 4"
+power8gpudistances.xml 4
+flux-core-tuolumne-mi300a-tpx.xml 12"
   while read -r xml gpus; do machine "$xml" "$gpus" </dev/null; done <<<"$machines"
   # Every `flux run` example of the docs runs in one of these instances (below).
   examples=$(python3 "$top/tests/examples.py" setups flux)
@@ -41,6 +42,43 @@ fi
 xml=$LAMA_FLUX_XML
 name=${xml##*/}
 name=${name%.xml}
+
+# LLNL's Tuolumne node (4 MI300A APUs in TPX mode: 12 partitions, rsmi0-11, three per APU):
+# lama.policy=auto with as many tasks as partitions, and twice as many. Each task's partition
+# (ROCR_VISIBLE_DEVICES, Flux's numbering, the runtime's) and CPUs must be lama plan's; and,
+# read from the XML with hwloc's tools: 12 tasks get 12 distinct partitions, 24 tasks two
+# neighbouring ranks per partition, every task's CPUs within its APU's.
+if [ "$name" = flux-core-tuolumne-mi300a-tpx ]; then
+  for np in 12 24; do
+    timeout 120 "$flux" run --exclusive -N1 -n$np -o lama.policy=auto -o userrc="$LAMA_FLUX_RC" sh -c \
+      'echo T $FLUX_TASK_RANK ${LAMA_CPUS:-none} ${ROCR_VISIBLE_DEVICES:-none}' >"$work/out" 2>"$work/err"
+    got=$(awk '$1 == "T" {print $2, $3, $4}' "$work/out" | sort -n)
+    want=$("$lama" plan --topology "$xml" --np $np --policy auto --format json | python3 -c 'import json,sys
+def runs(c):
+    c, out, i = sorted(c), [], 0
+    while i < len(c):
+        j = i
+        while j + 1 < len(c) and c[j + 1] == c[j] + 1: j += 1
+        out.append(str(c[i]) if i == j else "%d-%d" % (c[i], c[j])); i = j + 1
+    return ",".join(out)
+for r in json.load(sys.stdin)["ranks"]:
+    print(r["rank"], runs(r["cpus"]), ",".join(g[4:] for g in r["gpus"]) or "none")')
+    bad=""
+    while read -r r cpus part; do
+      [[ $part =~ ^[0-9]+$ ]] || { bad+="task $r has partition '$part'; "; continue; }
+      apu=$(hwloc-calc -i "$xml" "os=rsmi$part" --intersect pu --physical-output)
+      for c in $(expand "$cpus" | tr , ' '); do
+        [[ ,$apu, == *,$c,* ]] || { bad+="task $r on CPU $c, outside partition $part's APU; "; break; }
+      done
+      [ "$np" = 12 ] || [ "$part" = $((r / 2)) ] || bad+="task $r on partition $part, not $((r / 2)); "
+    done <<<"$got"
+    distinct=$(awk '{print $3}' <<<"$got" | sort -u | wc -l)
+    if [ "$(wc -l <<<"$got")" = $np ] && [ "$got" = "$want" ] && [ "$distinct" = 12 ] && [ -z "$bad" ]; then
+      ok "declared $name: -n$np lama.policy=auto: 12 distinct partitions, each task beside its APU, as lama plan says ($(awk '{print $3}' <<<"$got" | paste -sd' '))"
+    else not_ok "declared $name: -n$np lama.policy=auto" "$bad" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+  done
+  exit 0
+fi
 
 # One job: every task's LAMA_CPUS (and LAMA_GPUS, CUDA_VISIBLE_DEVICES) against lama plan.
 hw_case() {

@@ -11,6 +11,8 @@ trap 'rm -rf "$work"' EXIT
 
 ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+# A cpulist such as 0-2,5 as 0,1,2,5.
+expand() { awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; for (c = r[1]; c <= r[2]; c++) printf "%s%d", (o++ ? "," : ""), c } print "" }' <<<"$1"; }
 
 # A userrc that loads the plugin, with an optional Lua conf table's contents ("topology = ...").
 # Its topology cache is the test's own (no test reads what an earlier run left) unless named.
