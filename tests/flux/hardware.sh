@@ -43,6 +43,21 @@ xml=$LAMA_FLUX_XML
 name=${xml##*/}
 name=${name%.xml}
 
+# lama plan's JSON for the node as "rank cpus gpus threads" lines (CPUs as a cpulist, GPUs as
+# Flux numbers them, or none).
+plan_json() {
+  "$lama" plan --topology "$xml" "$@" --format json | python3 -c 'import json,sys
+def runs(c):
+  c, out, i = sorted(c), [], 0
+  while i < len(c):
+      j = i
+      while j + 1 < len(c) and c[j + 1] == c[j] + 1: j += 1
+      out.append(str(c[i]) if i == j else "%d-%d" % (c[i], c[j])); i = j + 1
+  return ",".join(out)
+for r in json.load(sys.stdin)["ranks"]:
+  print(r["rank"], runs(r["cpus"]), ",".join(g[4:] for g in r["gpus"]) or "none", r.get("threads", "-"))'
+}
+
 # LLNL's Tuolumne node (4 MI300A APUs in TPX mode: 12 partitions, rsmi0-11, three per APU):
 # lama.policy=auto with as many tasks as partitions, and twice as many. Each task's partition
 # (ROCR_VISIBLE_DEVICES, Flux's numbering, the runtime's) and CPUs must be lama plan's; and,
@@ -53,16 +68,7 @@ if [ "$name" = flux-core-tuolumne-mi300a-tpx ]; then
     timeout 120 "$flux" run --exclusive -N1 -n$np -o lama.policy=auto -o userrc="$LAMA_FLUX_RC" sh -c \
       'echo T $FLUX_TASK_RANK ${LAMA_CPUS:-none} ${ROCR_VISIBLE_DEVICES:-none}' >"$work/out" 2>"$work/err"
     got=$(awk '$1 == "T" {print $2, $3, $4}' "$work/out" | sort -n)
-    want=$("$lama" plan --topology "$xml" --np $np --policy auto --format json | python3 -c 'import json,sys
-def runs(c):
-    c, out, i = sorted(c), [], 0
-    while i < len(c):
-        j = i
-        while j + 1 < len(c) and c[j + 1] == c[j] + 1: j += 1
-        out.append(str(c[i]) if i == j else "%d-%d" % (c[i], c[j])); i = j + 1
-    return ",".join(out)
-for r in json.load(sys.stdin)["ranks"]:
-    print(r["rank"], runs(r["cpus"]), ",".join(g[4:] for g in r["gpus"]) or "none")')
+    want=$(plan_json --np $np --policy auto | cut -d" " -f1-3)
     bad=""
     while read -r r cpus part; do
       [[ $part =~ ^[0-9]+$ ]] || { bad+="task $r has partition '$part'; "; continue; }
@@ -158,20 +164,6 @@ if [ "$LAMA_FLUX_GPUS" -gt 0 ]; then
   gpu_case "lama.gpus=1" "-o lama.map=csbnh -o lama.gpus=1" "--map csbnh --gpus 1"
   # The policy shares the node's four GPUs out.
   gpu_case "lama.policy=auto" "-o lama.policy=auto" "--policy auto"
-  # lama plan's JSON for the node as "rank cpus gpus threads" lines (CPUs as a cpulist, GPUs as
-  # Flux numbers them, or none).
-  plan_json() {
-    "$lama" plan --topology "$xml" "$@" --format json | python3 -c 'import json,sys
-def runs(c):
-    c, out, i = sorted(c), [], 0
-    while i < len(c):
-        j = i
-        while j + 1 < len(c) and c[j + 1] == c[j] + 1: j += 1
-        out.append(str(c[i]) if i == j else "%d-%d" % (c[i], c[j])); i = j + 1
-    return ",".join(out)
-for r in json.load(sys.stdin)["ranks"]:
-    print(r["rank"], runs(r["cpus"]), ",".join(g[4:] for g in r["gpus"]) or "none", r.get("threads", "-"))'
-  }
   # `flux run -c N` under the policy: each task's workers are N, as srun's -c N is under Slurm
   # (lama plan --cpus-per-task N), with and without lama.threads=auto; not Flux's cores per slot
   # of the exclusive job's R, which would count the whole node.
