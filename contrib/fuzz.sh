@@ -56,8 +56,9 @@ for t in "${targets[@]}"; do
   edges=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$last")
   feats=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$last")
   size=$(ls "$corpus" | wc -l)
-  if [ $status -ne 0 ] || [ "$after" -gt "$before" ]; then
-    result="FAILED (status $status; inputs in fuzz/artifacts/$t; log $log)"
+  if [ $status -ne 0 ] || [ "$after" -gt "$before" ] || [ "$execs" -eq 0 ]; then
+    # A target that ran no input (an empty build, a run that never started) proves nothing.
+    result="FAILED (status $status, $execs executions; inputs in fuzz/artifacts/$t; log $log)"
     grep -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|panicked at' "$log" | head -n 3 | sed 's/^/    /' >&2 || true
     failed=1
   else

@@ -66,3 +66,4 @@ else
 fi
 # Leave the default build (the installed Slurm's headers) in target/debug.
 cargo build --quiet -p lama-spank 2>/dev/null || true
+echo "# done: headers.sh"

@@ -13,8 +13,7 @@ cd "$top"
 contrib/deps.sh man-db
 work=$(mktemp -d)
 trap 'dpkg -P lama-slurm >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+source "$top/tests/tap.sh"
 # dpkg ARGS: dpkg, waiting (LAMA_APT_LOCK_WAIT seconds, as contrib/deps.sh) while another apt-get or
 # dpkg holds its lock: dpkg itself gives up at once, and unattended upgrades may run at any time.
 dpkg() {
@@ -137,3 +136,4 @@ else
     ok "a package built for Slurm $v requires it from Debian's or SchedMD's packages; dpkg refuses it on $slurm, saying why"
   else not_ok "package for Slurm $v (dpkg -i rc $rc, state '$state')" "$depends" "$(cat "$work/install.log" "$work/build.err" | tail -n 20)"; fi
 fi
+done_testing

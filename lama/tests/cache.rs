@@ -242,15 +242,18 @@ fn caches_are_not_written_into_folders_others_can_change() {
 
 /// What a user without privileges could leave where slurmd keeps its cache: each is refused by
 /// the reader (every step) and the writer (slurmd), and a cache root wrote is still read.
+/// Ownership can be given away only by root: cargo lists this test as ignored (a skip), and the
+/// test command, which runs as root, runs it with `--include-ignored`.
 #[test]
+#[ignore = "needs root (the test command runs it as root)"]
 fn only_a_cache_root_wrote_is_trusted() {
     use std::os::unix::fs::{chown, symlink};
-    // Ownership can be given away only by root, as slurmd and the test command run.
     // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("not root: the ownership cases need root");
-        return;
-    }
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "the ownership cases need root"
+    );
     let t = NodeTopology::from_synthetic("pack:1 core:2 pu:1").unwrap();
     let loc = lama::locality::Locality::new(Vec::new(), Vec::new(), None, Vec::new());
     let good = scratch("root-folder");

@@ -7,6 +7,7 @@
 # Usage: tests/flux/hardware.sh LAMA_BINARY PLUGIN_SO FLUX_PREFIX
 set -uo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
+source "$top/tests/harness.sh"
 
 # The machine's cores and GPUs, counted in its XML here (not by lama).
 count() { python3 -c 'import re, sys; print(len(re.findall(r"type=\"%s\"" % sys.argv[2], open(sys.argv[1]).read())))' "$1" "$2"; }
@@ -21,8 +22,10 @@ machine() {
     echo "hosts = \"fake[0-2]\""; echo "cores = \"0-$((cores - 1))\""
     [ "$gpus" -gt 0 ] && echo "gpus = \"0-$((gpus - 1))\""; } > "$conf/resource.toml"
   userrc "${xml##*/}" "topology = \"$xml\"" > /dev/null
+  # The instance's own lines, then whether it (flux start, and the script inside) ran to its end.
   LAMA_FLUX_XML=$xml LAMA_FLUX_GPUS=$gpus LAMA_FLUX_RC=$work/${xml##*/}.lua timeout 300 "$flux" start --test-size=3 \
-    --test-hosts='fake[0-2]' -c "$conf" bash "$0" "$lama" "$plugin" "${flux%/bin/flux}"
+    --test-hosts='fake[0-2]' -c "$conf" bash "$0" "$lama" "$plugin" "${flux%/bin/flux}" 2>&1 | tee "$work/instance.out"
+  verdict "hardware.sh on ${1%.xml}" "${PIPESTATUS[0]}" "$work/instance.out"
 }
 
 if [ -z "${LAMA_FLUX_XML:-}" ]; then
@@ -37,11 +40,13 @@ flux-core-tuolumne-mi300a-tpx.xml 12"
   while read -r xml gpus; do
     grep -qxF "$xml $gpus" <<<"$machines" || not_ok "docs example set-up '$xml gpus=$gpus': no instance here declares it"
   done <<<"$examples"
+  done_testing
   exit 0
 fi
 xml=$LAMA_FLUX_XML
 name=${xml##*/}
 name=${name%.xml}
+tap_name="hardware.sh on $name"
 
 # lama plan's JSON for the node as "rank cpus gpus threads" lines (CPUs as a cpulist, GPUs as
 # Flux numbers them, or none).
@@ -83,6 +88,7 @@ if [ "$name" = flux-core-tuolumne-mi300a-tpx ]; then
       ok "declared $name: -n$np lama.policy=auto: 12 distinct partitions, each task beside its APU, as lama plan says ($(awk '{print $3}' <<<"$got" | paste -sd' '))"
     else not_ok "declared $name: -n$np lama.policy=auto" "$bad" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
   done
+  done_testing
   exit 0
 fi
 
@@ -233,3 +239,4 @@ fi
 # later job's costs: one job first keeps the topology in the plugin's cache.
 timeout 120 "$flux" run -N3 -n3 -o userrc="$LAMA_FLUX_RC" -o lama.bind=1c true >/dev/null 2>&1
 PATH=$(dirname "$flux"):$PATH python3 "$top/tests/examples.py" run flux "$name.xml" "$LAMA_FLUX_GPUS" lama.lua="$LAMA_FLUX_RC" </dev/null
+done_testing

@@ -1,6 +1,6 @@
 # Shared by the Flux tests, sourced with their arguments (LAMA_BINARY PLUGIN_SO FLUX_PREFIX): sets
-# $lama, $plugin, $flux, $top and $work (a scratch directory removed on exit), the TAP-like result
-# lines, userrc files that load the plugin, a decoder of RFC 34 task maps written here (not
+# $lama, $plugin, $flux, $top and $work (a scratch directory removed on exit), the result lines
+# (tests/tap.sh: a suite ends with done_testing), userrc files that load the plugin, a decoder of RFC 34 task maps written here (not
 # lama's), and `lama plan` as lines.
 lama=$(realpath "$1")
 plugin=$(realpath "$2")
@@ -9,8 +9,7 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+source "$top/tests/tap.sh"
 # A cpulist such as 0-2,5 as 0,1,2,5.
 expand() { awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; for (c = r[1]; c <= r[2]; c++) printf "%s%d", (o++ ? "," : ""), c } print "" }' <<<"$1"; }
 

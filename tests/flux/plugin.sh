@@ -191,3 +191,4 @@ if mpicc.mpich -fopenmp -O1 -o "$work/probe" "$top/tests/mpi/probe.c" 2>"$work/c
   if [ $rc -eq 0 ] && [ -z "$bad" ]; then ok "MPICH + OpenMP under flux run: ranks bound and threads on places as lama plan says"
   else not_ok "MPICH + OpenMP under flux (rc $rc)" "$bad" "$(cat "$work/out" "$work/err")"; fi
 else not_ok "probe builds with mpicc.mpich" "$(cat "$work/cc.err")"; fi
+done_testing

@@ -55,3 +55,4 @@ if [ $rc -ne 0 ] && ! grep -q TASK-RAN "$work/out" && grep -q 'job.exception.*la
   ok "nodes of 2, 1 and 2 cores: lama.bind=2c, wider than node 1: the job fails before any task starts, naming node 1 (rc $rc)"
   sed 's/^/#   /' "$work/err"
 else not_ok "nodes that differ: 2c on a one-core node (rc $rc)" "$(cat "$work/out" "$work/err")"; fi
+done_testing

@@ -6,13 +6,12 @@
 # the guest's qemu command line, as tests/guest/suite.sh has them under Slurm; the heap's pages
 # on those nodes (tests/guest/pages.sh).
 # Usage: flux.sh FLUX_PREFIX LAMA FLUX_PLUGIN_SO
-# Prints one "ok - ..." or "not ok - ..." line per case.
+# Prints one "ok - ..." or "not ok - ..." line per case, and "# done: flux.sh" at its end.
 set -uo pipefail
 flux=$1/bin/flux lama=$2 plugin=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+source "$(dirname "$0")/../tap.sh"
 
 echo "plugin.load { file = \"$plugin\", conf = { cache = \"$work/cache\" } }" > "$work/rc.lua"
 source "$(dirname "$0")/pages.sh"
@@ -26,6 +25,8 @@ for spec in "local -n2 -c2" "hbm -n2 -c2" "prefer-hbm -n2 -c2" "interleave -n1 -
 done
 EOS
 out=$(timeout 600 "$flux" start --test-size=1 bash "$work/cases.sh" 2>&1)
+status=$?
+[ $status = 0 ] || not_ok "[guest, Flux] the test instance (flux start) exited with status $status" "$(tail -n 20 <<<"$out")"
 if ! grep -q '^case ' <<<"$out"; then
   not_ok "[guest, Flux] a test instance starts in the guest" "$out"
   exit 0
@@ -42,3 +43,4 @@ for want in "local|0 0 bind:0;1 1 bind:1" "hbm|0 2 bind:2;1 3 bind:3" \
     heap_lines "$mine"
   else not_ok "[guest, Flux] lama.mem=$mode" "wanted: $want" "got: $got" "pages (task, nodes, verdict): $pages" "$out"; fi
 done
+done_testing

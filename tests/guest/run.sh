@@ -11,6 +11,8 @@
 # Prints the suite's lines, and the time the guest took.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
+source "$top/tests/tap.sh"
+source "$top/tests/harness.sh"
 lama=$(realpath "$1")
 plugins=$(realpath "$2")
 shift 2
@@ -39,13 +41,17 @@ for p in /usr "${prefixes[@]}"; do
     continue
   fi
   t=$(date +%s)
-  "$top/contrib/guest.sh" ssh "$run" bash "$top/tests/guest/suite.sh" "$p" "$lama" "$plugin" "$top" 2>&1
+  # A guest that dies half-way (its OOM killer, a TCG stall) ends the suite without its end line.
+  "$top/contrib/guest.sh" ssh "$run" bash "$top/tests/guest/suite.sh" "$p" "$lama" "$plugin" "$top" 2>&1 | tee "$run/suite.out"
+  verdict suite.sh "${PIPESTATUS[0]}" "$run/suite.out" | sed "s/^not ok - /&[guest, Slurm $version] /"
   echo "# Slurm $version in the guest: $(( $(date +%s) - t )) s"
 done
 if [ -n "$flux" ]; then
   t=$(date +%s)
-  "$top/contrib/guest.sh" ssh "$run" bash "$top/tests/guest/flux.sh" "$flux" "$lama" "$(realpath "$LAMA_GUEST_FLUX_PLUGIN")" 2>&1
+  "$top/contrib/guest.sh" ssh "$run" bash "$top/tests/guest/flux.sh" "$flux" "$lama" "$(realpath "$LAMA_GUEST_FLUX_PLUGIN")" 2>&1 | tee "$run/flux.out"
+  verdict flux.sh "${PIPESTATUS[0]}" "$run/flux.out" | sed "s/^not ok - /&[guest, Flux] /"
   echo "# Flux in the guest: $(( $(date +%s) - t )) s"
 fi
 "$top/contrib/guest.sh" stop "$run" >/dev/null 2>&1
 echo "# the guest took $(( $(date +%s) - started )) s in all (boot $booted s)"
+done_testing

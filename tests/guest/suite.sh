@@ -7,14 +7,13 @@
 #   PREFIX  the Slurm to run (/usr for Debian's 22.05, or a prefix of contrib/slurm-build.sh)
 #   LAMA    the lama command; PLUGIN_SO the plugin built for that Slurm (liblama_probe.so beside it)
 #   TOP     the repository (tests/guest/add-gpus.py)
-# Prints one "ok - ..." or "not ok - ..." line per case.
+# Prints one "ok - ..." or "not ok - ..." line per case, and "# done: suite.sh" at its end.
 set -uo pipefail
 prefix=$1 lama=$2 plugin=$3 top=$4
 export PATH=$prefix/bin:$prefix/sbin:$PATH SLURM_CONF=/etc/slurm/slurm.conf
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+source "$top/tests/tap.sh"
 run() { timeout 300 srun "$@"; }
 expand() { awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; for (c = r[1]; c <= r[2]; c++) printf "%s%d", (o++ ? "," : ""), c } print "" }' <<<"$1"; }
 
@@ -103,8 +102,13 @@ echo "# Slurm $release in the guest: $(nproc) CPUs, $(ls -d /sys/devices/system/
 # LAMA_GUEST_SETUP_ONLY=1: Slurm is left running for other tests (contrib/schedmd-tests.sh).
 [ "${LAMA_GUEST_SETUP_ONLY:-}" != 1 ] || exit 0
 # LAMA_GUEST_FIRST: a command run on this Slurm before the cases, which must leave its
-# plugstack.conf as it found it (tests/trixie/run.sh: SchedMD's test7.11, without a second set-up).
-[ -z "${LAMA_GUEST_FIRST:-}" ] || bash -c "$LAMA_GUEST_FIRST"
+# plugstack.conf as it found it (tests/trixie/run.sh: SchedMD's test7.11, without a second set-up,
+# through tests/schedmd/differential.sh, whose verdict counts only when it ran to its end).
+if [ -n "${LAMA_GUEST_FIRST:-}" ]; then
+  source "$top/tests/harness.sh"
+  bash -c "$LAMA_GUEST_FIRST" 2>&1 | tee "$work/first.out"
+  verdict differential.sh "${PIPESTATUS[0]}" "$work/first.out"
+fi
 
 # Each task's view, one line: task, its CPUs, the step's cgroup CPUs, its cgroup, the NUMA nodes
 # its pages are bound to (numa_maps), and the GPU variables.
@@ -458,3 +462,4 @@ for setting in CoreSpecCount=1 CpuSpecList=2,3; do
 done
 
 systemctl stop $slurmd $ctld
+done_testing

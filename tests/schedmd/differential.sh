@@ -211,6 +211,28 @@ for t in "${tests[@]}"; do
       { [ "${got[none]}" != "${got[auto]}" ] && ! grep -qxF "$t" <<<"$explained"; } ||
       { [ -n "${must[$t]:-}" ] && [ "${got[none]}" != pass ]; } || break
   done
+  # Passed in every round without lama, failed in some but not all with lama (its defaults, or
+  # policy=auto where the admin guide does not explain a difference): a lama defect that fails
+  # now and then, or a test unsteady either way. Four more rounds of both decide: it is lama's
+  # unless a run without lama fails too, for a reason also seen with lama.
+  flaky=""
+  for m in default auto; do
+    [ "$m" = default ] || ! grep -qxF "$t" <<<"$explained" || continue
+    [ "$(tr ' ' '\n' <<<"${hist[none]}" | sort -u)" = pass ] || continue
+    [[ " ${hist[$m]} " == *" fail "* && " ${hist[$m]} " == *" pass "* ]] || continue
+    for _ in 1 2 3 4; do
+      for mm in none "$m"; do
+        r=$(run_one "$t" "$mm")
+        hist[$mm]+=" $(head -n 1 <<<"$r")"
+        [ "$(head -n 1 <<<"$r")" = pass ] || seen[$mm]+="$(sed -n 2p <<<"$r")"$'\n'
+      done
+    done
+    same=""
+    while IFS= read -r w; do
+      [ -z "$w" ] || ! grep -qxF -- "$w" <<<"${seen[none]:-}" || same=1
+    done <<<"${seen[$m]:-}"
+    [ -n "$same" ] || flaky+=" $m"
+  done
   # A run's outcome is steady when every round gave it; an outcome under lama that failed for a
   # reason also seen without lama is not lama's.
   steady=""
@@ -229,8 +251,9 @@ for t in "${tests[@]}"; do
   # A test that must run and never passed without lama: its reason, for the summary below.
   ran=yes
   [ -z "${must[$t]:-}" ] || [[ " ${hist[none]} " == *" pass "* ]] || ran=no
-  printf '%s\t%s\t%s\t%s\t%s\t%s|%s|%s|%s\t%s\t%s\n' "$t" "${got[none]}" "${got[default]}" "${got[auto]}" \
-    $(($(date +%s) - t0)) "${why[none]}" "${why[default]}" "${why[auto]}" "$note" "$steady" "$ran" >>"$table"
+  printf '%s\t%s\t%s\t%s\t%s\t%s|%s|%s|%s\t%s\t%s\t%s|%s|%s\n' "$t" "${got[none]}" "${got[default]}" "${got[auto]}" \
+    $(($(date +%s) - t0)) "${why[none]}" "${why[default]}" "${why[auto]}" "$note" "$steady" "$ran" \
+    "$flaky" "${hist[none]}" "$(sed -n 1p <<<"${seen[default]:-}${seen[auto]:-}")" >>"$table"
 done
 took=$(($(date +%s) - started))
 
@@ -245,8 +268,14 @@ if [ ! -s "$table" ]; then
   bad=1
   echo "not ok - [$label] none of the ${#tests[@]} tests named is in SchedMD's $suite_version tests"
 fi
-while IFS=$'\t' read -r t none def auto secs reasons steady ran; do
+while IFS=$'\t' read -r t none def auto secs reasons steady ran unsteady; do
   IFS='|' read -r rn rd ra note <<<"$reasons"
+  IFS='|' read -r flaky hn wl <<<"$unsteady"
+  for m in $flaky; do
+    bad=1
+    case $m in default) m="lama's default arguments" ;; auto) m="policy=auto" ;; esac
+    echo "not ok - [$label] $t passes in every run without lama ($(wc -w <<<"$hn")) and fails now and then with $m, never for a reason seen without it: $wl"
+  done
   [ -z "$note" ] || echo "#   $t: $note"
   if [ "$ran" = no ]; then
     bad=1
@@ -272,3 +301,4 @@ if [ $bad = 0 ]; then
 fi
 # What does not pass even without lama, with Slurm's reason.
 awk -F'\t' '$2 != "pass" { split($6, r, "|"); printf "#   %s: %s without lama, %s with its defaults, %s under policy=auto: %s\n", $1, $2, $3, $4, r[1] }' "$table"
+echo "# done: differential.sh"

@@ -12,6 +12,8 @@
 # Prints differential.sh's lines, and the time this took.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
+source "$top/tests/tap.sh"
+source "$top/tests/harness.sh"
 prefix=$1 plugin=$(realpath "$2")
 shift 2
 shared=${LAMA_SHARED:-$top/../shared}
@@ -21,7 +23,8 @@ export LAMA_SANDBOX=${LAMA_SANDBOX:-/tmp/lama-sandbox-schedmd} LAMA_SANDBOX_PORT
 release=$("$top/contrib/slurm-version.sh" "$prefix/include")
 
 log=$(mktemp)
-trap '"$top/contrib/sandbox.sh" stop >/dev/null 2>&1; rm -f "$log"' EXIT
+out=$(mktemp)
+trap '"$top/contrib/sandbox.sh" stop >/dev/null 2>&1; rm -f "$log" "$out"' EXIT
 "$top/contrib/sandbox.sh" stop >/dev/null 2>&1
 if ! LAMA_SANDBOX_CGROUP=1 LAMA_SANDBOX_MEMORY=1000 "$top/contrib/sandbox.sh" start >"$log" 2>&1; then
   echo "not ok - [Slurm $release] a sandbox cluster for SchedMD's tests starts"
@@ -29,6 +32,9 @@ if ! LAMA_SANDBOX_CGROUP=1 LAMA_SANDBOX_MEMORY=1000 "$top/contrib/sandbox.sh" st
   exit 0
 fi
 export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
+# differential.sh's verdict counts only when it ran to its end.
 LAMA_SCHEDMD_ARGS="cache=$LAMA_SANDBOX/cache" LAMA_SCHEDMD_WHERE=sandbox \
-  "$top/tests/schedmd/differential.sh" "$shared/vendor/slurm-testsuite" "$plugin" "$LAMA_SANDBOX/plugstack.conf" "$@"
+  "$top/tests/schedmd/differential.sh" "$shared/vendor/slurm-testsuite" "$plugin" "$LAMA_SANDBOX/plugstack.conf" "$@" 2>&1 | tee "$out"
+verdict differential.sh "${PIPESTATUS[0]}" "$out" | sed "s/^not ok - /&[Slurm $release] /"
 echo "# SchedMD's tests on Slurm $release (sandbox): $(($(date +%s) - started)) s"
+done_testing

@@ -336,6 +336,7 @@ else not_ok "--gpus-per-socket=1 with --lama-gpus=1" "$bad" "$out"; fi
 if srun --help 2>&1 | grep -q -- --tres-bind; then
   refused "--tres-bind=gres/gpu:closest beside --lama-gpus" "Slurm binds GPUs task by task" \
     -N1 -w n1 -n2 --gres=gpu:2 --tres-bind=gres/gpu:closest --lama-gpus=1
-else ok "--tres-bind beside --lama-gpus: Slurm $release has no --tres-bind (it came with 23.11), nothing to test"; fi
+else skip "--tres-bind beside --lama-gpus: Slurm $release has no --tres-bind (it came with 23.11)"; fi
 refused "--gpu-bind=mask_gpu:0x1,0x2 beside --lama-gpus" "Slurm binds GPUs task by task" \
   -N1 -w n1 -n2 --gres=gpu:2 --gpu-bind=mask_gpu:0x1,0x2 --lama-gpus=1
+done_testing

@@ -119,3 +119,4 @@ else not_ok "lama check of an ending job (exit $rc)" "$out"; fi
 for r in clean shared placed; do
   [ -n "${!r:-}" ] && { echo "# lama check, $r:"; sed 's/^/#   /' <<<"${!r}"; }
 done
+done_testing

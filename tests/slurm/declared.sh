@@ -12,8 +12,7 @@ source "$(dirname "$0")/lib.sh" "$@"
 
 n=$(nproc)
 if [ $((n % 2)) != 0 ] || [ "$(cat /sys/devices/system/cpu/online)" != "0-$((n - 1))" ]; then
-  echo "skip - declared nodes: they need an even number of CPUs online as 0-$((n - 1)) (this machine: $(cat /sys/devices/system/cpu/online))"
-  exit 0
+  skip_all "declared nodes: they need an even number of CPUs online as 0-$((n - 1)) (this machine: $(cat /sys/devices/system/cpu/online))"
 fi
 xml=$work/smt.xml
 lstopo --of xml -i "pack:1 core:$((n / 2)) pu:2" "$xml" --force 2>/dev/null
@@ -102,3 +101,4 @@ echo "# Slurm $release: CR_Socket_Memory, task/cgroup: a job holds whole sockets
 cluster LAMA_SANDBOX_NODES=1 LAMA_SANDBOX_SELECT_PARAMS=CR_Socket_Memory LAMA_SANDBOX_MEMORY=1000 \
   LAMA_SANDBOX_CGROUP=1 "$smt" LAMA_SANDBOX_TOPOLOGY="$xml"
 placed "CR_Socket_Memory: -n1 --mem=100" "-n1 --mem=100 --lama-map=csbnh --lama-bind=1c" "--map csbnh --bind 1c" "0-$((n - 1))"
+done_testing

@@ -18,3 +18,4 @@ while read -r xml gpus; do
   # Where a user would run them: beside their ./app, with lama on the PATH.
   PATH=$(dirname "$lama"):$PATH python3 "$top/tests/examples.py" run slurm "$xml" "$gpus" </dev/null
 done <<<"$setups"
+done_testing

@@ -136,3 +136,4 @@ else
     else not_ok "another plugin's failure ($mode) beside lama changes its outcome" "alone: $alone" "lama's defaults: $defaults" "policy=auto: $auto" "expected: $want"; fi
   done
 fi
+done_testing

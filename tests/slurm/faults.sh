@@ -242,3 +242,4 @@ swapped "becomes a directory" "$work/dir" "not a regular file"
 truncate -s 300M "$work/huge"
 swapped "becomes a 300 MB file" "$work/huge" "bytes is more than the"
 survived "after the host file faults"
+done_testing

@@ -50,3 +50,4 @@ plugstack "required $plugin policy=auto"
 flux_case "the site's policy=auto" LAMA_NOTHING=
 plugstack "required $plugin"
 flux_case "SLURM_LAMA_POLICY=auto" SLURM_LAMA_POLICY=auto
+done_testing

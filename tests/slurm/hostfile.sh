@@ -86,3 +86,4 @@ cluster LAMA_SANDBOX_TOPOLOGY="$x1"
 plugstack "required $plugin topology=$x1"
 plan_case "plan nbsch 1c -np 24" 4 "--topology $x1 --map nbsch --bind 1c --np 24" "--lama-map=nbsch --lama-bind=1c"
 plan_case "plan sbnch 1c mppr 2:s" 4 "--topology $x1 --map sbnch --bind 1c --mppr 2:s" "--lama-map=sbnch --lama-bind=1c --lama-mppr=2:s"
+done_testing

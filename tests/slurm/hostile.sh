@@ -123,3 +123,4 @@ if [ -f /run/lama/topology-n1.json ] && [ "$(stat -c '%U %a' /run/lama)" = "root
   ok "the default folder /run/lama still works: written by slurmd, steps served by it"
 else not_ok "the default cache folder" "$(ls -la /run/lama 2>&1)" "$(grep lama "$LAMA_SANDBOX/log/slurmd-n1.log" | tail -n 3)"; fi
 cluster
+done_testing

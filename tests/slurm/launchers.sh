@@ -190,3 +190,4 @@ use_mpi none
 out=$(env -u SLURM_JOB_ID "$lama" plan --from-slurm 2>&1); rc=$?
 if [ $rc -ne 0 ] && grep -q "inside salloc or sbatch" <<<"$out"; then ok "lama plan --from-slurm outside a job: refused, says why"
 else not_ok "--from-slurm outside a job (rc $rc)" "$out"; fi
+done_testing

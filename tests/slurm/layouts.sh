@@ -33,3 +33,4 @@ check 7 -m plane=2
 check 7 -m cyclic:block
 check 4 -m plane=3
 SLURM_HOSTFILE=$hostfile check 5 -m arbitrary
+done_testing

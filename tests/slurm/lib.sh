@@ -1,7 +1,7 @@
 # Shared by the cluster tests, sourced with their arguments (LAMA_BINARY PLUGIN_SO): sets $lama,
 # $plugin, $top (the repository) and $work (a scratch directory removed on exit), points Slurm's
-# commands at the sandbox named by LAMA_SANDBOX, and defines TAP-like result lines, cluster
-# restarts and `lama plan` as lines.
+# commands at the sandbox named by LAMA_SANDBOX, and defines the result lines (tests/tap.sh: a
+# suite ends with done_testing), cluster restarts and `lama plan` as lines.
 lama=$(realpath "$1")
 plugin=$(realpath "$2")
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -9,8 +9,7 @@ export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+source "$top/tests/tap.sh"
 # Rewrites the plugin's plugstack.conf line (slurmstepd and srun read it for every step).
 # The sandbox's own topology cache ($LAMA_SANDBOX/cache) is added unless the line names a cache=.
 plugstack() { "$top/contrib/sandbox.sh" plugstack "$*"; }

@@ -59,3 +59,4 @@ else
   files=$(for node in $grown; do pid=$(cat "$LAMA_SANDBOX/slurmd-$node.pid"); echo "$node:"; ls -l "/proc/$pid/fd" | awk '{print $NF}'; done)
   not_ok "slurmd grew on: $grown" "before: $before" "after: $after" "open files now: $files"
 fi
+done_testing

@@ -11,8 +11,7 @@
 set -uo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 if [ ! -f "${LAMA_SLURM_PREFIX:-/nonexistent}/lib/slurm/gpu_nvml.so" ]; then
-  echo "skip - AutoDetect=nvml: this Slurm has no gpu/nvml plugin (only the releases contrib/slurm-build.sh builds have it)"
-  exit 0
+  skip_all "AutoDetect=nvml: this Slurm has no gpu/nvml plugin (only the releases contrib/slurm-build.sh builds have it)"
 fi
 x=$top/tests/topologies/prrte-turin-4gpu-nvml-h200.xml
 chmod 755 "$work"
@@ -152,3 +151,4 @@ beside "a MIG instance named by its GPU, --lama-gpus=1" "$work/gpus-old" \
   -n2 --gres=gpu:1 --lama-map=scbnh --lama-bind=1c --lama-gpus=1
 beside "a MIG instance named by its GPU, under the policy" "$work/gpus-old" -n2 --gres=gpu:1 --lama-policy=auto
 release
+done_testing

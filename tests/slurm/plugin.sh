@@ -238,3 +238,4 @@ read -r _ bound _ set _ lcpus <<<"$line"
 if [ -n "$line" ] && [ "$bound" = "$set" ] && [ "$lcpus" = "$set" ] && [ "$set" != "0-$(($(nproc) - 1))" ]; then
   ok "cgroup step on part of the node: bound to $bound, inside its cpuset $set"
 else not_ok "cgroup step" "$out"; fi
+done_testing

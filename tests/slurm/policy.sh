@@ -194,3 +194,4 @@ for mode in hbm prefer-hbm; do
     ok "--lama-mem=$mode without a faster tier: the node's tasks stop, said once, naming the node"
   else not_ok "--lama-mem=$mode without a faster tier" "$out"; fi
 done
+done_testing

@@ -227,3 +227,4 @@ for N in $sizes; do
     ok "sandbox of $N nodes stopped in $(awk -v b="$began" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - b }') s, nothing of it left running"
   else not_ok "sandbox of $N nodes stops ($left processes left)" "$(cat "$work/stop")"; fi
 done
+done_testing

@@ -60,3 +60,4 @@ without=$(run -N1 -w n1 -n2 --gres=mps:50 bash -c "$line" 2>&1 | awk '$1 == "g" 
 if [ -n "$without" ] && [ "$without" != none ] && [ "$with" = "$without" ]; then
   ok "--gres=mps:50: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE as Slurm writes it ($without)"
 else not_ok "--gres=mps:50: the MPS share" "with lama: $with" "without: $without"; fi
+done_testing

@@ -20,8 +20,9 @@ export LAMA_GUEST_EXTRA=schedmd
 work=$(mktemp -d /tmp/lama-trixie.XXXXXX)
 run=$work/guest
 out=$work/build
-ok() { echo "ok - [Debian 13] $1"; }
-not_ok() { echo "not ok - [Debian 13] $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+source "$top/tests/tap.sh"
+source "$top/tests/harness.sh"
+tap_prefix="[Debian 13] "
 trap 'LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" stop "$run" >/dev/null 2>&1; rm -rf "$work"' EXIT
 
 # --- built on Debian 13 ------------------------------------------------------------------------
@@ -63,9 +64,13 @@ if guest "cp /etc/slurm/plugstack.conf /root/plugstack.conf.debian && dpkg -i '$
   first=$(printf '%q ' env SLURM_CONF=/etc/slurm/slurm.conf LAMA_SCHEDMD_WHERE="Debian 13 guest" \
     bash "$top/tests/schedmd/differential.sh" "$(realpath "$shared/vendor/slurm-testsuite")" "$plugin" \
     /etc/slurm/plugstack.conf 'test7.11!')
+  # A guest that dies half-way ends a suite without its end line; ssh's status is the suite's.
   guest "$(printf '%q ' env LAMA_GUEST_UNITS=debian LAMA_GUEST_FIRST="$first" bash "$top/tests/guest/suite.sh" \
-    /usr /usr/bin/lama "$plugin" "$top")" 2>&1
+    /usr /usr/bin/lama "$plugin" "$top")" 2>&1 | tee "$work/suite.out"
+  verdict suite.sh "${PIPESTATUS[0]}" "$work/suite.out" | sed "s/^not ok - /&$tap_prefix/"
   echo "# the guest suite on Debian 13, SchedMD's test7.11 included: $(( $(date +%s) - t )) s"
-  guest bash "$top/tests/trixie/site.sh" "$top" "$deb" "$old" 2>&1
+  guest bash "$top/tests/trixie/site.sh" "$top" "$deb" "$old" 2>&1 | tee "$work/site.out"
+  verdict site.sh "${PIPESTATUS[0]}" "$work/site.out" | sed "s/^not ok - /&$tap_prefix/"
 else not_ok "dpkg -i of the Debian 13 package in the guest" "$(cat "$work/install.log")"; fi
 echo "# Debian 13 in all: $(( $(date +%s) - started )) s"
+done_testing

@@ -12,9 +12,9 @@ top=$1 deb=$2 old=$3
 export SLURM_CONF=/etc/slurm/slurm.conf
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-ok() { echo "ok - [Debian 13, Slurm $release] $1"; }
-not_ok() { echo "not ok - [Debian 13, Slurm $release] $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+source "$top/tests/tap.sh"
 release=$(dpkg-query -W -f='${Version}' slurm-client)
+tap_prefix="[Debian 13, Slurm $release] "
 plugstack=/etc/slurm/plugstack.conf
 include='include /etc/slurm/plugstack.conf.d/*.conf'
 idle() { for _ in $(seq 120); do [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && return 0; sleep 1; done; return 1; }
@@ -106,3 +106,4 @@ else not_ok "the admin guide's walk-through" "$ran" "$check"; fi
 dpkg -P lama-slurm >/dev/null 2>&1
 cp /root/plugstack.conf.debian "$plugstack"
 systemctl stop slurmd slurmctld
+done_testing
