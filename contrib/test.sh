@@ -24,6 +24,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
 started=$(date +%s)
+# suite, verdict and tally: how every suite accounts for itself.
+source tests/harness.sh
 shared=${LAMA_SHARED:-$top/../shared}
 # The vendored Slurm and flux-core sources and the Slurm header sets are read from there.
 if [ ! -d "$shared/vendor" ]; then
@@ -60,7 +62,13 @@ trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true; rm -f "$log"
     kill "$schedmd_pid" >/dev/null 2>&1 || true
     LAMA_SANDBOX=$LAMA_SANDBOX-schedmd contrib/sandbox.sh stop >/dev/null 2>&1 || true
   fi' EXIT
-cargo test --workspace 2>&1 | tee "$log"
+# The tests that need root (cargo lists them as ignored) run when this is root, and are counted
+# as skipped otherwise.
+include_ignored=()
+[ "$(id -u)" != 0 ] || include_ignored=(--include-ignored)
+cargo test --workspace -- ${include_ignored[@]+"${include_ignored[@]}"} 2>&1 | tee "$log"
+# The accounting below, proven first against sabotaged runs (a few seconds).
+suite tests/harness-sabotage.sh | tee -a "$log"
 
 # Slurm prefixes to test besides Debian's packages (built before the header checks, which also
 # build against their headers).
@@ -74,20 +82,23 @@ plugins=$top/target/plugins
 includes=(/usr/include)
 for d in "$shared"/vendor/slurm-headers/*/; do [ -f "$d/slurm/spank.h" ] && includes+=("${d%/}"); done
 for p in "${prefixes[@]}"; do includes+=("$p/include"); done
-tests/headers.sh "$plugins" "${includes[@]}" | tee -a "$log"
+suite tests/headers.sh "$plugins" "${includes[@]}" | tee -a "$log"
 cargo build --quiet -p lama-cli
+
+# Releases run with fewer suites (contrib/release-suites.sh: Slurm's options beside lama's,
+# TASK_MAP, the policy, the configurations): Slurm 25.11 unless LAMA_TEST_RELEASES names other
+# tarballs ("none" for none). Built now, at low priority, beside the sandbox suites below, which
+# mostly wait on Slurm.
+reduced=${LAMA_TEST_RELEASES:-$(ls "$shared"/vendor/slurm/slurm-25.11.*.tar.* 2>/dev/null | sort -V | tail -n 1 || true)}
+[ "$reduced" != none ] || reduced=""
+reduced_log=$(mktemp)
+(for t in $reduced; do nice contrib/slurm-build.sh "$t" || echo "not ok - Slurm from $t builds"; done) >"$reduced_log" 2>&1 &
+reduced_pid=$!
 
 # flux-core (built once, cached) and the Flux plugin: Flux inside an allocation is a cluster test.
 flux_prefix=$(contrib/flux-build.sh)
 cargo build --quiet -p lama-flux
 
-# A suite's lines, then the seconds it took (where the test command's time goes).
-timed() {
-  local t
-  t=$(date +%s)
-  "$@"
-  echo "# $(basename "$1"): $(($(date +%s) - t)) s"
-}
 
 # Each release's cluster tests load the plugin built against that release's headers; the
 # plugin of another tested release must be refused.
@@ -105,9 +116,7 @@ for r in "${releases[@]}"; do
   # The release build too, for the one check of its code layout (tests/slurm/plugin.sh);
   # plugin.sh reports it missing when this build fails.
   release_plugin=$plugins/$version/release/liblama_spank.so
-  mkdir -p "$(dirname "$release_plugin")"
-  SLURM_INCLUDE_DIR=$include cargo build --release --quiet -p lama-spank &&
-    cp target/release/liblama_spank.so "$release_plugin"
+  release_plugin "$include" "$release_plugin" | tee -a "$log"
   echo "== tests against real Slurm $version daemons (sandbox cluster) [at $(( $(date +%s) - started )) s]"
   (
     if [ "$r" != /usr ]; then
@@ -116,28 +125,39 @@ for r in "${releases[@]}"; do
     contrib/sandbox.sh stop >/dev/null 2>&1 || true
     LAMA_SANDBOX_PLUGIN="required $plugin" contrib/sandbox.sh start
     export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
-    timed tests/slurm/layouts.sh target/debug/lama
-    timed tests/slurm/topology.sh target/debug/lama "$plugin"
-    timed tests/slurm/declared.sh target/debug/lama "$plugin"
-    timed tests/slurm/shared_gpus.sh target/debug/lama "$plugin"
-    timed tests/slurm/nvml.sh target/debug/lama "$plugin"
-    timed tests/slurm/plugin.sh target/debug/lama "$plugin" "$release_plugin"
-    timed tests/slurm/hostfile.sh target/debug/lama "$plugin"
-    timed tests/slurm/hostile.sh target/debug/lama "$plugin"
-    timed tests/slurm/configs.sh target/debug/lama "$plugin" $other
-    timed tests/slurm/mpi.sh target/debug/lama "$plugin"
-    timed tests/slurm/launchers.sh target/debug/lama "$plugin"
-    timed tests/slurm/flux.sh target/debug/lama "$plugin" target/debug/liblama_flux.so "$flux_prefix"
-    timed tests/slurm/policy.sh target/debug/lama "$plugin"
-    timed tests/slurm/beside.sh target/debug/lama "$plugin"
-    timed tests/slurm/docs.sh target/debug/lama "$plugin"
-    timed tests/slurm/faults.sh target/debug/lama "$plugin"
-    timed tests/slurm/failures.sh target/debug/lama "$plugin"
-    timed tests/slurm/check.sh target/debug/lama "$plugin"
-    timed tests/slurm/load.sh target/debug/lama "$plugin"
-    timed tests/slurm/scale.sh target/debug/lama "$plugin"
+    suite tests/slurm/layouts.sh target/debug/lama
+    suite tests/slurm/topology.sh target/debug/lama "$plugin"
+    suite tests/slurm/declared.sh target/debug/lama "$plugin"
+    suite tests/slurm/shared_gpus.sh target/debug/lama "$plugin"
+    suite tests/slurm/nvml.sh target/debug/lama "$plugin"
+    suite tests/slurm/plugin.sh target/debug/lama "$plugin" "$release_plugin"
+    suite tests/slurm/hostfile.sh target/debug/lama "$plugin"
+    suite tests/slurm/hostile.sh target/debug/lama "$plugin"
+    suite tests/slurm/configs.sh target/debug/lama "$plugin" $other
+    suite tests/slurm/mpi.sh target/debug/lama "$plugin"
+    suite tests/slurm/launchers.sh target/debug/lama "$plugin"
+    suite tests/slurm/flux.sh target/debug/lama "$plugin" target/debug/liblama_flux.so "$flux_prefix"
+    suite tests/slurm/policy.sh target/debug/lama "$plugin"
+    suite tests/slurm/beside.sh target/debug/lama "$plugin"
+    suite tests/slurm/docs.sh target/debug/lama "$plugin"
+    suite tests/slurm/faults.sh target/debug/lama "$plugin"
+    suite tests/slurm/failures.sh target/debug/lama "$plugin"
+    suite tests/slurm/check.sh target/debug/lama "$plugin"
+    suite tests/slurm/load.sh target/debug/lama "$plugin"
+    suite tests/slurm/scale.sh target/debug/lama "$plugin"
     contrib/sandbox.sh stop >/dev/null
-  ) 2>&1 | sed -E "s/^(not )?ok - /&[Slurm $version] /" | tee -a "$log"
+  ) 2>&1 | sed -E "s/^(not ok|ok|skip) - /&[Slurm $version] /" | tee -a "$log"
+done
+
+# The releases with fewer suites, each on the sandbox in turn, with the plugin built from its
+# public headers (tests/headers.sh).
+wait "$reduced_pid" || true
+grep '^not ok' "$reduced_log" | tee -a "$log" || true
+rm -f "$reduced_log"
+for t in $reduced; do
+  v=$(basename "$t"); v=${v#slurm-}; v=${v%.tar.*}
+  echo "== Slurm $v's daemons: options beside lama's, TASK_MAP, the policy, the configurations (contrib/release-suites.sh) [at $(( $(date +%s) - started )) s]"
+  suite contrib/release-suites.sh "$t" "$plugins/$v/liblama_spank.so" "$plugins/$(version_of /usr/include)/liblama_spank.so" | tee -a "$log"
 done
 
 # SchedMD's own tests with lama loaded run on a sandbox of their own while the guest and what
@@ -152,7 +172,7 @@ done
 (
   export LAMA_SANDBOX=$LAMA_SANDBOX-schedmd LAMA_SANDBOX_PORT=$schedmd_port LAMA_SHARED=$shared
   for r in "${releases[@]}"; do
-    tests/schedmd/sandbox.sh "$r" "$plugins/$(version_of "$r/include")/liblama_spank.so" tests/schedmd/sandbox.txt
+    suite tests/schedmd/sandbox.sh "$r" "$plugins/$(version_of "$r/include")/liblama_spank.so" tests/schedmd/sandbox.txt
   done
 ) >"$schedmd_log" 2>&1 &
 schedmd_pid=$!
@@ -160,23 +180,23 @@ schedmd_started=$(date +%s)
 
 echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes and memory tiers, hardware threads (contrib/guest.sh) [at $(( $(date +%s) - started )) s]"
 LAMA_GUEST_FLUX=$flux_prefix LAMA_GUEST_FLUX_PLUGIN=target/debug/liblama_flux.so \
-  tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
+  suite tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
 
 echo "== the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh) [at $(( $(date +%s) - started )) s]"
-timed tests/flux/plugin.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
-timed tests/flux/hardware.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
-timed tests/flux/shapes.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not )?ok - /&[Flux] /' | tee -a "$log"
+suite tests/flux/plugin.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not ok|ok|skip) - /&[Flux] /' | tee -a "$log"
+suite tests/flux/hardware.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not ok|ok|skip) - /&[Flux] /' | tee -a "$log"
+suite tests/flux/shapes.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not ok|ok|skip) - /&[Flux] /' | tee -a "$log"
 
 echo "== fuzzing: every target for a few seconds from its committed corpus (AddressSanitizer) [at $(( $(date +%s) - started )) s]"
-timed contrib/fuzz.sh 5 2>&1 | sed -E 's/^([a-z_0-9]+) +([0-9]+) .* ok$/ok - fuzz \1: \2 executions, no crash, leak or hang/; s/^([a-z_0-9]+) .*FAILED.*/not ok - fuzz &/' | tee -a "$log"
+suite tests/fuzz.sh 5 | tee -a "$log"
 
 echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM [at $(( $(date +%s) - started )) s]"
-timed tests/package.sh | tee -a "$log"
+suite tests/package.sh | tee -a "$log"
 
 # After the packages: target/package holds the one built for Debian 12's 22.05, which Debian 13
 # must refuse.
 echo "== a site on Debian 13: lama built there (hwloc 2.12, Slurm 24.11), its package in a Debian 13 guest on Debian's Slurm 24.11 (tests/trixie/) [at $(( $(date +%s) - started )) s]"
-timed tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
+suite tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
 
 # SchedMD's tests started beside the guest and ran on beside the host's Flux tests, fuzzing,
 # packages and the Debian 13 guest: their results now.
@@ -191,10 +211,8 @@ tee -a "$log" <"$schedmd_log"
 rm -f "$schedmd_log"
 
 echo "== pictures: lama plan --format svg rendered by headless Chromium [at $(( $(date +%s) - started )) s]"
-timed tests/pictures.sh target/debug/lama target/pictures | tee -a "$log"
+suite tests/pictures.sh target/debug/lama target/pictures | tee -a "$log"
 
 echo "== test command took $(( $(date +%s) - started )) s"
-# One closing line with the totals of every test binary and cluster test.
-awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
-     /^ok - / { p++ } /^not ok - / { f++ }
-     END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log"
+# One closing line with the totals of every test binary and suite.
+tally "$log"
