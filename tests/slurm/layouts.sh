@@ -4,6 +4,7 @@
 # Usage: tests/slurm/layouts.sh LAMA_BINARY   (the sandbox must be running; SLURM_CONF set)
 # Prints one "ok - ..." or "not ok - ..." line per case.
 set -uo pipefail
+source "$(dirname "$0")/../tap.sh"
 lama=$(realpath "$1")
 hostfile=$(mktemp)
 trap 'rm -f "$hostfile"' EXIT
