@@ -412,10 +412,7 @@ fn parse(
     let (topo, mut loc) =
         NodeTopology::from_xml_text_with_devices(&name, &xml, true).map_err(|e| e.to_string())?;
     // The broker's XML is this node's: so are the driver's MIG instances.
-    lama::locality::driver::mark_mig(
-        &mut loc,
-        std::path::Path::new(lama::locality::driver::DRIVER),
-    );
+    lama::locality::driver::mark_mig_here(&mut loc);
     if let Some(f) = &file {
         let saved = match f.parent() {
             Some(dir) => cache::prepare_folder(dir, writer),

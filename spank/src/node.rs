@@ -57,10 +57,7 @@ pub fn find(settings: &Settings, host: &str, detail: Detail) -> Result<NodeFound
         // The file describes this node: the driver's MIG instances are this node's too.
         let mut locality = n.locality;
         if let Some(loc) = locality.as_mut() {
-            lama::locality::driver::mark_mig(
-                loc,
-                std::path::Path::new(lama::locality::driver::DRIVER),
-            );
+            lama::locality::driver::mark_mig_here(loc);
         }
         return Ok(NodeFound {
             topology: n.topology,

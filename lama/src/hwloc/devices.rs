@@ -105,7 +105,7 @@ impl Locality {
     /// split into MIG instances.
     pub fn this_machine() -> Result<Locality, LocalityError> {
         let mut loc = Locality::from_hwloc(&hwloc("this machine", None, true, true)?);
-        crate::locality::driver::mark_mig(&mut loc, Path::new(crate::locality::driver::DRIVER));
+        crate::locality::driver::mark_mig_here(&mut loc);
         Ok(loc)
     }
 

@@ -56,7 +56,7 @@ impl NodeTopology {
         let topo = hwloc("this machine", None, true, true)?;
         let node = NodeTopology::convert(&topo, "this machine", !whole)?;
         let mut loc = Locality::from_hwloc(&topo);
-        crate::locality::driver::mark_mig(&mut loc, Path::new(crate::locality::driver::DRIVER));
+        crate::locality::driver::mark_mig_here(&mut loc);
         Ok((node, allowed_cpus(&topo), loc))
     }
 

@@ -15,6 +15,11 @@ use super::{Kind, Locality, Vendor};
 /// Where the driver publishes its GPUs on a live node.
 pub const DRIVER: &str = "/proc/driver/nvidia";
 
+/// [`mark_mig`] with the driver of this node ([`DRIVER`]), for a topology read on the node itself.
+pub fn mark_mig_here(loc: &mut Locality) {
+    mark_mig(loc, Path::new(DRIVER));
+}
+
 /// Marks `loc`'s NVIDIA GPUs that have MIG instances under the driver folder `root`; a node
 /// without the driver, or a folder that cannot be read, marks none.
 pub fn mark_mig(loc: &mut Locality, root: &Path) {

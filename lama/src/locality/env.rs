@@ -1,7 +1,7 @@
 //! The job's environment as it concerns devices: the GPUs Slurm gave the step (read from the
 //! variables its GPU plugin writes), and the variables each task gets for its own devices.
 
-use super::{Kind, Locality, LocalityError, TaskDevices, Vendor};
+use super::{Device, Kind, Locality, LocalityError, TaskDevices, Vendor};
 use crate::idset::join_commas;
 
 /// The GPUs a job was given.
@@ -129,19 +129,21 @@ pub fn named_gpus(
             _ => entries.clone(),
         };
         // MIG instances are numbered with the whole GPUs, by Slurm and by CUDA alike.
-        let split: Vec<&str> = loc
-            .devices
-            .iter()
-            .filter(|d| d.mig && d.vendor == vendor)
-            .map(|d| d.name.as_str())
-            .collect();
+        let split = |d: &&Device| d.mig && d.vendor == vendor;
+        let any_split = loc.devices.iter().any(|d| split(&d));
         for (entry, hw) in entries.iter().zip(hw) {
             let d = match gpu_index(hw) {
-                Some(_) if !split.is_empty() => {
+                Some(_) if any_split => {
+                    let names: Vec<&str> = loc
+                        .devices
+                        .iter()
+                        .filter(split)
+                        .map(|d| d.name.as_str())
+                        .collect();
                     return Err(LocalityError::Allowed(format!(
                         "{var}={value}: this node's GPU(s) {} are split into MIG instances, which Slurm and CUDA number together with the whole GPUs, so the index '{entry}' does not tell lama which GPU (and so which CPUs) it is; name GPUs by UUID (Flags=env_uuid in gres.conf), or leave GPUs to Slurm (no --lama-gpus)",
-                        split.join(", ")
-                    )))
+                        names.join(", ")
+                    )));
                 }
                 Some(idx) => loc.devices.iter().position(|d| {
                     d.kind == Kind::Gpu && d.vendor == vendor && d.index == Some(idx)
