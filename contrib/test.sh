@@ -214,5 +214,7 @@ echo "== pictures: lama plan --format svg rendered by headless Chromium [at $(( 
 suite tests/pictures.sh target/debug/lama target/pictures | tee -a "$log"
 
 echo "== test command took $(( $(date +%s) - started )) s"
-# One closing line with the totals of every test binary and suite.
+# What failed or was skipped, named again, then one closing line with the totals of every test
+# binary and suite.
+recap "$log"
 tally "$log"

@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 TOP = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [TOP / "README.md", TOP / "BENCHMARKS.md"] + sorted((TOP / "docs").glob("*.md"))
@@ -127,6 +128,21 @@ def matches(shown, got):
     return not (want - have) and (more or not (have - want))
 
 
+def settled():
+    """Waits (up to 30 s) until every sandbox node is idle and no job is left: a node still
+    releasing the last example's job would send this one to other nodes than the page shows."""
+    for _ in range(60):
+        try:
+            states = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True,
+                                    text=True, timeout=30)
+            jobs = subprocess.run(["squeue", "-h"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return
+        if set(states.stdout.split()) == {"idle"} and not jobs.stdout.strip():
+            return
+        time.sleep(0.5)
+
+
 def run(kind, xml, gpus, files):
     chosen = [e for e in examples(kind) if e[1] == xml and e[2] == gpus]
     with tempfile.TemporaryDirectory() as scratch:
@@ -137,6 +153,8 @@ def run(kind, xml, gpus, files):
             name, _, path = spec.partition("=")
             shutil.copy(path, pathlib.Path(scratch) / name)
         for where, _, _, cmd, shown in chosen:
+            if kind == "slurm":
+                settled()
             name = f"docs example {where} ({xml}, {gpus} GPUs): {cmd}"
             try:
                 p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True,

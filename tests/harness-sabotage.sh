@@ -10,8 +10,8 @@
 #   differential.sh dying           tests/schedmd/sandbox.sh, differential.sh killed before its verdict
 #   a fuzz target with no input     contrib/fuzz.sh with a cargo-fuzz that runs nothing
 #   a failed release build          release_plugin with a cargo that fails, an old plugin left
-# And the control: a suite that runs to its end with a skip totals `1 passed, 0 failed, 1 skipped`
-# and exits 0. No cluster, guest or build is needed: a few seconds.
+# And the control: a suite that runs to its end with a skip totals `1 passed, 0 failed, 1 skipped`,
+# exits 0, and its recap names the skip and no failure. No cluster, guest or build is needed: a few seconds.
 # Usage: tests/harness-sabotage.sh
 set -uo pipefail
 real=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,14 +34,15 @@ mktree() {
 stub() { mkdir -p "$(dirname "$1")"; cat > "$1"; chmod +x "$1"; }
 
 # sabotaged NAME COMMAND...: the command's lines, totalled; the sabotage is caught when they
-# hold a `not ok` and the total exits non-zero.
+# hold a `not ok`, the total exits non-zero and the recap names that `not ok` again.
 sabotaged() {
-  local name=$1 out total rc
+  local name=$1 out total rc first
   shift
   out=$work/$name.log
   "$@" >"$out" 2>&1
   total=$(tally "$out"); rc=$?
-  if [ $rc != 0 ] && grep -q '^not ok - ' "$out"; then
+  first=$(grep -m1 '^not ok - ' "$out" | cut -c1-300)
+  if [ $rc != 0 ] && [ -n "$first" ] && recap "$out" | grep -qxF "#   $first"; then
     ok "sabotage caught: $name ($total; $(grep -m1 '^not ok - ' "$out" | cut -c1-120))"
   else not_ok "sabotage not caught: $name (totals: $total, exit $rc)" "$(cat "$out")"; fi
 }
@@ -145,7 +146,9 @@ done_testing
 EOF
 suite "$work/whole.sh" >"$work/whole.log" 2>&1
 total=$(tally "$work/whole.log"); rc=$?
-if [ $rc = 0 ] && [ "$total" = "1 passed, 0 failed, 1 skipped" ]; then
-  ok "a suite that runs to its end: '$total', exit 0; the skip not counted as passed"
-else not_ok "the control suite" "totals: $total, exit $rc" "$(cat "$work/whole.log")"; fi
+told=$(recap "$work/whole.log")
+if [ $rc = 0 ] && [ "$total" = "1 passed, 0 failed, 1 skipped" ] &&
+   [ "$told" = $'# what was skipped:\n#   skip - a check this machine cannot make: why' ]; then
+  ok "a suite that runs to its end: '$total', exit 0; the skip not counted as passed, and named again"
+else not_ok "the control suite" "totals: $total, exit $rc" "recap: $told" "$(cat "$work/whole.log")"; fi
 done_testing

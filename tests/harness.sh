@@ -11,6 +11,7 @@
 #   tally LOG            the closing line, `N passed, N failed, N skipped`, from cargo's `test
 #                        result:` lines and the suites' `ok`, `not ok` and `skip` lines; exits 1
 #                        when anything failed or nothing passed
+#   recap LOG            every failed and skipped test again, so that the run's tail names them
 
 verdict() {
   local name=$1 status=$2 file=$3
@@ -47,4 +48,12 @@ tally() {
   awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
        /^ok - / { p++ } /^not ok - / { f++ } /^skip - / { s++ }
        END { printf "%d passed, %d failed, %d skipped\n", p, f, s; exit (f > 0 || p == 0) }' "$1"
+}
+
+recap() {
+  local failed skipped
+  failed=$(grep -E '^(not ok - |test .* \.\.\. FAILED$)' "$1")
+  skipped=$(grep -E '^skip - ' "$1")
+  [ -z "$failed" ] || printf '# what failed:\n%s\n' "$(cut -c1-300 <<<"$failed" | sed 's/^/#   /')"
+  [ -z "$skipped" ] || printf '# what was skipped:\n%s\n' "$(cut -c1-300 <<<"$skipped" | sed 's/^/#   /')"
 }
