@@ -1,6 +1,11 @@
 //! `lama`: preview LAMA placements and convert task maps.
 
+// Binding the calling process, shared with the plugins; lama exec uses part of it.
+#[allow(dead_code)]
+#[path = "../../spank/src/affinity.rs"]
+mod affinity;
 mod check;
+mod exec;
 mod generate;
 mod hostfile;
 mod plan;
@@ -28,6 +33,9 @@ fn env(name: &str) -> Option<String> {
 enum Cmd {
     /// Preview a whole-job placement on given or real topologies.
     Plan(Box<plan::PlanArgs>),
+    /// Run a command as its node's rank under any launcher (mpirun, mpiexec, torchrun, PALS,
+    /// Flux or srun without the plugin): placed as the plugin would, bound, then run.
+    Exec(Box<exec::ExecArgs>),
     /// Convert and query task maps (RFC 34, raw, PMI), or compute the current Slurm step's map.
     Taskmap(taskmap::TaskmapArgs),
     /// Expand relative host indexes (+n#, +e:#) into a SLURM_HOSTFILE for `srun -m arbitrary`.
@@ -87,6 +95,7 @@ fn main() -> ExitCode {
             let sub = matches.subcommand_matches("plan");
             plan::run(*a, sub)
         }
+        Cmd::Exec(a) => exec::run(*a),
         Cmd::Taskmap(a) => taskmap::run(a),
         Cmd::Hostfile(a) => hostfile::run(a),
         Cmd::Check(a) => check::run(a),

@@ -37,6 +37,7 @@
 //! |---|---|
 //! | [`slurm`] | Slurm's hostlists, counts, distributions and layouts; a step's task map; checks against Slurm's items; host files; MPI launchers in an allocation |
 //! | [`flux`] | the Flux shell's options and conf, its rank info, the `lama` task-map scheme |
+//! | [`exec`] | `lama exec` under any launcher: a rank's place on its node from the launcher's variables, the node placed as the plugins place it |
 
 #![warn(missing_docs)]
 
@@ -44,6 +45,7 @@ pub mod cache;
 pub mod check;
 pub mod cpuset;
 pub mod environ;
+pub mod exec;
 #[cfg(feature = "hwloc")]
 pub mod hwloc;
 pub mod idset;

@@ -181,7 +181,7 @@ const MPOL_F_MEMS_ALLOWED: libc::c_ulong = 1 << 2;
 
 /// The NUMA nodes (OS indexes, ascending) the calling process may allocate from: its cgroup's
 /// `cpuset.mems`, as the kernel applies it.
-fn allowed_mems() -> Result<Vec<u32>, String> {
+pub fn allowed_mems() -> Result<Vec<u32>, String> {
     read_mask(1 << 10, |mask| {
         let mut mode: libc::c_int = 0;
         let bits = (mask.len() * libc::c_ulong::BITS as usize) as libc::c_ulong;
