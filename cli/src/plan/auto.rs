@@ -118,6 +118,11 @@ pub fn render(
         .collect();
     by_rank.sort_unstable_by_key(|&(r, _, _)| r);
     let node_of: Vec<u32> = by_rank.iter().map(|&(_, n, _)| n as u32).collect();
+    if matches!(a.format, PlanFormat::Srun | PlanFormat::Pals) {
+        return binding_ranks(a, models, per_node, &plans).and_then(|ranks| {
+            super::binding_script(a.format, &ranks, hosts).map_err(|e| ("launcher".to_string(), e))
+        });
+    }
     if a.format.is_launcher() {
         let ranks: Vec<RankPlace> = by_rank
             .iter()
@@ -229,6 +234,47 @@ pub fn render(
     }
     s.push_str(&format!("TASK_MAP={}\n", rfc34::encode_wrapped(&map)));
     Ok(s)
+}
+
+/// Each rank (in rank order) with its CPUs, the policy's GPUs and, with `--mem`, its memory.
+fn binding_ranks(
+    a: &PlanArgs,
+    models: &[Model],
+    per_node: &[usize],
+    plans: &[NodePlan],
+) -> Result<Vec<lama::slurm::launcher::RankBinding>, (String, String)> {
+    let mode = match &a.mem {
+        Some(m) => Some(lama::tiers::MemMode::parse(m).ok_or_else(|| {
+            (
+                "invalid-option".to_string(),
+                format!("--mem: invalid mode '{m}'"),
+            )
+        })?),
+        None => None,
+    };
+    let mut out = Vec::new();
+    for (n, p) in plans.iter().enumerate() {
+        let loc = models[per_node[n]].1.as_ref();
+        for (i, t) in p.placed.tasks.iter().enumerate() {
+            let mems = match (mode, loc) {
+                (Some(mode), Some(loc)) => {
+                    lama::tiers::task_memory(loc.numa(), &t.cpus, mode, None)
+                        .map_err(|e| {
+                            (
+                                "memory".to_string(),
+                                format!("--mem: rank {} on node {n}: {e}", t.rank),
+                            )
+                        })?
+                        .0
+                }
+                _ => Vec::new(),
+            };
+            let b = super::bindings::rank_binding(loc, n, t.cpus.clone(), &p.placed.gpus[i], mems);
+            out.push((t.rank, b));
+        }
+    }
+    out.sort_by_key(|(r, _)| *r);
+    Ok(out.into_iter().map(|(_, b)| b).collect())
 }
 
 /// One line per NUMA node whose memory CPUs of `node` borrow (their own node is missing or not

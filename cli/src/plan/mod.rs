@@ -2,6 +2,7 @@
 //! How a plan is shown (text, JSON, pictures) is in [`output`].
 
 mod auto;
+mod bindings;
 mod memory;
 mod output;
 pub mod slurm_job;
@@ -52,6 +53,14 @@ pub enum PlanFormat {
     /// Intel MPI `mpiexec.hydra` arguments: `-bootstrap slurm -hosts H,... -ppn N -cpu-bind
     /// list:CPUS:...`; needs the job's host names, and fails when Intel MPI cannot express the plan.
     Impi,
+    /// A script of srun lines binding by srun's own options (`--cpu-bind=mask_cpu:`,
+    /// `--gpu-bind=map_gpu:`, `--mem-bind=map_mem:`), one step per node shape, for clusters
+    /// without the plugin: `sh FILE PROGRAM`; needs the job's host names.
+    Srun,
+    /// A script running Cray PALS `mpiexec --ppn N --cpu-bind list:... --mem-bind list:...`,
+    /// each rank's GPU variable set by PALS_LOCAL_RANKID: `sh FILE PROGRAM`; needs the job's
+    /// host names.
+    Pals,
 }
 
 impl PlanFormat {
@@ -64,6 +73,8 @@ impl PlanFormat {
                 | PlanFormat::RankfileOmpi5
                 | PlanFormat::Hydra
                 | PlanFormat::Impi
+                | PlanFormat::Srun
+                | PlanFormat::Pals
         )
     }
 }
@@ -527,6 +538,24 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         PlanFormat::Json => format!("{}\n", to_json(&p, &nodes, &req, &extra)),
         PlanFormat::Text => to_text(&p, &nodes, &req, &extra),
         PlanFormat::Svg => svg::svg(&drawings(&p, &nodes, &models, &per_node, extra.devices)),
+        PlanFormat::Srun | PlanFormat::Pals => {
+            let ranks: Vec<_> = (0..p.len())
+                .map(|r| {
+                    let node = p.placements()[r].node as usize;
+                    let loc = models[per_node[node]].1.as_ref();
+                    let gpus = extra
+                        .devices
+                        .map(|d| bindings::devices_named(loc, &d[r].1))
+                        .unwrap_or_default();
+                    let mems = extra.mems.map(|m| m[r].0.clone()).unwrap_or_default();
+                    bindings::rank_binding(loc, node, p.cpus(r, &nodes), &gpus, mems)
+                })
+                .collect();
+            match binding_script(a.format, &ranks, &hosts.unwrap_or_default()) {
+                Ok(t) => t,
+                Err(e) => return fail(Format::Text, "launcher", &e, None),
+            }
+        }
         f => {
             let usable: Vec<Vec<u32>> = per_node.iter().map(|&i| usable[i].clone()).collect();
             match launcher(f, &p, &nodes, &hosts.unwrap_or_default(), &usable) {
@@ -593,6 +622,19 @@ fn launcher_text(
         PlanFormat::RankfileOmpi5 => rankfile(ranks, hosts, OpenMpi::V5, usable),
         PlanFormat::Impi => impi_args(ranks, hosts),
         _ => hydra_args(ranks, hosts),
+    };
+    text.map_err(|e| e.to_string())
+}
+
+/// srun's or PALS' script for ranks placed by any means.
+fn binding_script(
+    format: PlanFormat,
+    ranks: &[lama::slurm::launcher::RankBinding],
+    hosts: &[String],
+) -> Result<String, String> {
+    let text = match format {
+        PlanFormat::Pals => lama::slurm::launcher::pals_script(ranks, hosts),
+        _ => lama::slurm::launcher::srun_script(ranks, hosts),
     };
     text.map_err(|e| e.to_string())
 }

@@ -1,13 +1,18 @@
 //! MPI launchers inside a Slurm allocation: recognising their daemon steps, reading which cores
 //! Slurm gave the job on each node, and writing a whole-job plan in the words of Open MPI's
 //! rankfiles (4.x and 5.x number CPUs differently), MPICH's Hydra
-//! (`mpiexec -hosts ... -bind-to user:...`) and Intel MPI's Hydra (`-ppn ... -cpu-bind list:...`).
+//! (`mpiexec -hosts ... -bind-to user:...`) and Intel MPI's Hydra (`-ppn ... -cpu-bind list:...`);
+//! with devices and memory too, srun's own binding options and Cray PALS' `mpiexec` ([`bindings`]).
 //!
 //! Every launcher starts one daemon per node through `srun` and forks the ranks itself, so the
 //! SPANK plugin sees the daemons' step, never the ranks. Pure functions: the CLI runs `scontrol`,
 //! `mpirun --version` and the per-node probe, and hands their text here.
 
 use thiserror::Error;
+
+pub mod bindings;
+
+pub use bindings::{pals_script, srun_script, RankBinding};
 
 use super::hostlist::expand_hostlist;
 use crate::idset::{format_list, parse_list};
@@ -74,6 +79,12 @@ pub enum LauncherError {
     /// Intel MPI's mpiexec cannot express the ranks' nodes or bindings.
     #[error("Intel MPI's mpiexec cannot express this plan: {0}; run the ranks with srun (the plugin places them), or choose a map whose nodes have alike bindings")]
     Impi(String),
+    /// srun's binding options cannot express the plan.
+    #[error("srun's --cpu-bind/--gpu-bind/--mem-bind cannot express this plan: {0}")]
+    Srun(String),
+    /// Cray PALS' mpiexec cannot express the plan.
+    #[error("Cray PALS mpiexec cannot express this plan: {0}")]
+    Pals(String),
     /// Open MPI 5 counts a rankfile's CPUs among those its daemon may use on the node.
     #[error("Open MPI 5 cannot bind rank {rank} on {host} to CPU {cpu}: its daemon there may use only CPUs {usable}")]
     Unusable {
