@@ -136,6 +136,7 @@ for r in "${releases[@]}"; do
     suite tests/slurm/configs.sh target/debug/lama "$plugin" $other
     suite tests/slurm/mpi.sh target/debug/lama "$plugin"
     suite tests/slurm/launchers.sh target/debug/lama "$plugin"
+    suite tests/slurm/exec.sh target/debug/lama "$plugin"
     suite tests/slurm/flux.sh target/debug/lama "$plugin" target/debug/liblama_flux.so "$flux_prefix"
     suite tests/slurm/policy.sh target/debug/lama "$plugin"
     suite tests/slurm/beside.sh target/debug/lama "$plugin"

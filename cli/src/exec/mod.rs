@@ -343,8 +343,8 @@ fn node_size(l: Launcher, value: &str, flux_map: &mut Option<TaskMap>) -> Result
             let node: usize = env("SLURM_NODEID")
                 .and_then(|v| v.trim().parse().ok())
                 .ok_or("SLURM_NODEID is not set or not a number")?;
-            let counts =
-                lama::slurm::expand_counts_within(value, node + 1).map_err(|e| e.to_string())?;
+            let counts = lama::slurm::expand_counts_within(value, lama::limits::MAX_NODES)
+                .map_err(|e| e.to_string())?;
             counts
                 .get(node)
                 .copied()
@@ -389,11 +389,13 @@ fn task_map(local: &LocalRank, flux_map: Option<TaskMap>) -> (String, Option<Str
         }
         _ => None,
     };
-    let text = map.map(|m| m.to_string()).filter(|t| {
-        lama::environ::Group::task_map(t.clone())
-            .too_long()
-            .is_none()
-    });
+    let text = map
+        .map(|m| lama::taskmap::rfc34::encode_wrapped(&m))
+        .filter(|t| {
+            lama::environ::Group::task_map(t.clone())
+                .too_long()
+                .is_none()
+        });
     ("TASK_MAP".into(), text)
 }
 
