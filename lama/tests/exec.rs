@@ -37,9 +37,12 @@ fn rank_of(pairs: &[(&str, &str)]) -> Result<LocalRank, RankError> {
     })
 }
 
+/// A launcher's variables, and the launcher, rank and size they say.
+type Case<'a> = (&'a [(&'a str, &'a str)], Launcher, u32, u32);
+
 #[test]
 fn each_launcher_says_rank_and_size() {
-    let cases: [(&[(&str, &str)], Launcher, u32, u32); 6] = [
+    let cases: [Case; 6] = [
         (
             &[
                 ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
