@@ -66,6 +66,17 @@ out=$(timeout -s KILL 60 srun -N1 -n1 env LAMA_CACHE="$LAMA_SANDBOX/cache" "$lam
 if grep -q "topology from the cache" <<<"$out"; then ok "lama exec reads the node cache slurmd wrote (LAMA_CACHE): $(grep -m1 'ranks' <<<"$out" | cut -c1-120)"
 else not_ok "lama exec and the node cache" "$out"; fi
 
+# Refusals: one line per rank at most, exit 2, naming the variable or the clash.
+out=$(timeout -s KILL 60 srun -N1 -n1 env -u SLURM_LOCALID "$lama" exec -- true 2>&1); rc=$?
+if [ $rc -ne 0 ] && [ "$(grep -c '^lama exec: ' <<<"$out")" = 1 ] && grep -q "none of LOCAL_RANK, .*SLURM_LOCALID is set" <<<"$out" &&
+   grep -q "Exited with exit code 2" <<<"$out"; then
+  ok "lama exec with no launcher's variables: refused in one line naming them, exit 2"
+else not_ok "lama exec without a local rank (rc $rc)" "$out"; fi
+out=$(timeout -s KILL 60 srun -N1 -n2 "$lama" exec --local-rank 0 --local-size 2 -- sleep 1 2>&1); rc=$?
+if [ $rc -ne 0 ] && [ "$(grep -c '^lama exec: local rank 0 is claimed by two ranks' <<<"$out")" = 1 ] && grep -q "Exited with exit code 2" <<<"$out"; then
+  ok "two ranks of one srun step given the same --local-rank: one is refused, in one line, exit 2"
+else not_ok "lama exec with a local rank claimed twice (rc $rc)" "$out"; fi
+
 # Each MPI stack's launcher starts the ranks; srun --lama-* in the same allocation is the
 # reference. Hydra's are told two ranks per node, as the allocation has.
 declare -A start=([openmpi]="mpirun -n 6" [ompi5]="mpirun -n 6" [mpich]="mpiexec.mpich -n 6 -ppn 2"
