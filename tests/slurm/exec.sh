@@ -48,6 +48,7 @@ compare() {
 # anew by every step), in one allocation.
 srun_case() {
   local name=$1 alloc=$2 opts=$3 exec_opts=$4 out
+  wait_idle
   out=$(timeout -s KILL 120 salloc $alloc bash -c "
     srun $opts bash '$work/rank.sh' > '$work/ref' 2>&1
     '$top/contrib/sandbox.sh' plugstack '# no plugin'
@@ -67,11 +68,13 @@ if grep -q "topology from the cache" <<<"$out"; then ok "lama exec reads the nod
 else not_ok "lama exec and the node cache" "$out"; fi
 
 # Refusals: one line per rank at most, exit 2, naming the variable or the clash.
+wait_idle
 out=$(timeout -s KILL 60 srun -N1 -n1 env -u SLURM_LOCALID "$lama" exec -- true 2>&1); rc=$?
 if [ $rc -ne 0 ] && [ "$(grep -c '^lama exec: ' <<<"$out")" = 1 ] && grep -q "none of LOCAL_RANK, .*SLURM_LOCALID is set" <<<"$out" &&
    grep -q "Exited with exit code 2" <<<"$out"; then
   ok "lama exec with no launcher's variables: refused in one line naming them, exit 2"
 else not_ok "lama exec without a local rank (rc $rc)" "$out"; fi
+wait_idle
 out=$(timeout -s KILL 60 srun -N1 -n2 "$lama" exec --local-rank 0 --local-size 2 -- sleep 1 2>&1); rc=$?
 if [ $rc -ne 0 ] && [ "$(grep -c '^lama exec: local rank 0 is claimed by two ranks' <<<"$out")" = 1 ] && grep -q "Exited with exit code 2" <<<"$out"; then
   ok "two ranks of one srun step given the same --local-rank: one is refused, in one line, exit 2"
@@ -84,6 +87,7 @@ declare -A start=([openmpi]="mpirun -n 6" [ompi5]="mpirun -n 6" [mpich]="mpiexec
 for lib in "${mpi_libs[@]}"; do
   [ -x "$work/probe.$lib" ] || continue
   use_mpi "$lib"
+  wait_idle
   timeout -s KILL 120 salloc -N3 -n6 env "${lib_env[@]}" bash -c "
     srun --lama-map=csbnh --lama-bind=1c bash '$work/rank.sh' > '$work/ref' 2>&1
     ${start[$lib]} '$lama' exec --map csbnh --bind 1c -- bash '$work/rank.sh' '$work/probe.$lib' > '$work/got' 2>&1" >/dev/null 2>&1
