@@ -22,7 +22,7 @@ use lama::exec::{
     exec_words, launch_key, local_rank, place_node_ranks, torchrun_nodes, with_default_policy,
     ExecNode, Launcher, LocalRank,
 };
-use lama::plugin::{Options, Settings, OMP_VARIABLES};
+use lama::plugin::{Options, Placing, Settings, OMP_VARIABLES};
 use lama::taskmap::TaskMap;
 
 use crate::{affinity, env};
@@ -166,14 +166,17 @@ pub fn run(a: ExecArgs) -> ExitCode {
         return run_command(&a, Vec::new(), false);
     }
     // The options first: a bad one is the same for every rank, whatever the launcher.
-    if let Err(e) = settings
+    let placing = settings
         .placing(&user, None)
-        .and_then(|_| settings.threads(&user))
-        .and_then(|_| settings.devices(&user))
-        .and_then(|_| settings.mem(&user))
-        .and_then(|_| settings.gpu_visibility(&user))
-    {
-        return refuse(&e.to_string());
+        .and_then(|p| settings.threads(&user).map(|_| p))
+        .and_then(|p| settings.devices(&user).map(|_| p))
+        .and_then(|p| settings.mem(&user).map(|_| p))
+        .and_then(|p| settings.gpu_visibility(&user).map(|_| p));
+    match placing {
+        Err(e) => return refuse(&e.to_string()),
+        // `--policy none` without a map: nothing to place, as `--off`.
+        Ok(Placing::LeftAlone) => return run_command(&a, Vec::new(), false),
+        Ok(_) => {}
     }
     let mut flux_map = None;
     let given = a.local_rank.zip(a.local_size);
