@@ -279,25 +279,24 @@ from_slurm_case "policy -c4" "-n2 -c4" "--policy auto" "--lama-policy=auto"
 from_slurm_case "map" "-n4" "--map csbnh --bind 1c" "--lama-map=csbnh --lama-bind=1c"
 
 # --- lama exec under srun without the plugin, and lama plan --format srun (issue 67) --------
-# The plugin's step is the reference; then, the plugin unloaded, lama exec's step, or the srun
-# line of `lama plan --format srun` binding by srun's own options (mask_cpu, map_mem) on real
-# hardware threads and NUMA nodes: each task's CPUs and pages as the plugin's.
-exec_case() {
-  local name=$1 alloc=$2 ref=$3 how=$4 out want got
-  out=$(timeout 300 salloc $alloc bash -c "srun $ref bash '$work/where.sh' | sed 's/^task /reference /'
-    echo '# no plugin' > /etc/slurm/plugstack.conf
-    $how
-    echo 'required $plugin' > /etc/slurm/plugstack.conf" 2>&1)
-  want=$(awk '$1 == "reference" {print $2, $4, $10}' <<<"$out" | sort -n)
-  got=$(awk '$1 == "task" {print $2, $4, $10}' <<<"$out" | sort -n)
+# One allocation: the plugin's step is the reference; then, the plugin unloaded, lama exec's
+# step and the srun line of `lama plan --format srun` binding by srun's own options (mask_cpu,
+# map_mem), on real hardware threads and NUMA nodes: each task's CPUs and pages as the plugin's.
+out=$(timeout 300 salloc -n4 -c2 bash -c "srun --lama-policy=auto --lama-mem=local bash '$work/where.sh' | sed 's/^task /reference /'
+  echo '# no plugin' > /etc/slurm/plugstack.conf
+  srun '$lama' exec --mem local -- bash '$work/where.sh' | sed 's/^task /exec /'
+  '$lama' plan --from-slurm --policy auto --mem local --format srun --output '$work/srun.sh' &&
+    sh '$work/srun.sh' bash '$work/where.sh' | sed 's/^task /format /'
+  echo 'required $plugin' > /etc/slurm/plugstack.conf" 2>&1)
+want=$(awk '$1 == "reference" {print $2, $4, $10}' <<<"$out" | sort -n)
+for how in exec format; do
+  got=$(awk -v h=$how '$1 == h {print $2, $4, $10}' <<<"$out" | sort -n)
+  name="lama exec --mem local (the policy by default)"
+  [ $how = exec ] || name="lama plan --from-slurm --policy auto --mem local --format srun"
   if [ -n "$want" ] && [ "$got" = "$want" ]; then
-    ok "[guest, Slurm $release] salloc $alloc, no plugin: $name binds every task's CPUs and pages as srun $ref ($(awk '{print $2 "/" $3}' <<<"$got" | paste -sd' '))"
+    ok "[guest, Slurm $release] salloc -n4 -c2, no plugin: $name binds every task's CPUs and pages as srun --lama-policy=auto --lama-mem=local ($(awk '{print $2 "/" $3}' <<<"$got" | paste -sd' '))"
   else not_ok "[guest, Slurm $release] $name" "plugin (task cpus mems):" "$want" "without it:" "$got" "$out"; fi
-}
-exec_case "lama exec --mem local (the policy by default)" "-n4 -c2" "--lama-policy=auto --lama-mem=local" \
-  "srun '$lama' exec --mem local -- bash '$work/where.sh'"
-exec_case "lama plan --from-slurm --policy auto --mem local --format srun" "-n4 -c2" "--lama-policy=auto --lama-mem=local" \
-  "'$lama' plan --from-slurm --policy auto --mem local --format srun --output '$work/srun.sh' && sh '$work/srun.sh' bash '$work/where.sh'"
+done
 
 # --- the topology cache written by slurmd under systemd -------------------------------------
 cache=/run/lama/topology-guest.json
