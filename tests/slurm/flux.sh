@@ -19,9 +19,9 @@ all_cpus=0-$(($(nproc) - 1))
 cat > "$work/inside.sh" <<EOF
 "$flux" exec -r all sh -c 'echo "broker \$(hostname) \$(awk "/^Cpus_allowed_list/ {print \\\$2}" /proc/self/status) \${LAMA_CPUS:-none} \${OMP_NUM_THREADS:-none} \${TASK_MAP:-none}"'
 echo "cores \$("$flux" resource list -no '{ncores}' -s all)"
-"$flux" run -N3 -n6 -o userrc="$work/lama.lua" -o lama.policy=auto sh -c 'echo "task \$FLUX_TASK_RANK \$(hostname) \$(awk "/^Cpus_allowed_list/ {print \\\$2}" /proc/self/status)"'
+"$flux" run -N3 -n6 -o userrc="$work/lama.lua" -o lama.policy=auto -o lama.mem=local sh -c 'echo "task \$FLUX_TASK_RANK \$(hostname) \$(awk "/^Cpus_allowed_list/ {print \\\$2}" /proc/self/status) \${OMP_NUM_THREADS:-}/\${OMP_PLACES:-}/\$(awk "NR == 1 {print \\\$2}" /proc/self/numa_maps)"'
 # The same job without the plugin, each task run by lama exec (which asks flux for the job's map).
-PATH=$(dirname "$flux"):\$PATH "$flux" run -N3 -n6 "$lama" exec -- sh -c 'echo "exec \$FLUX_TASK_RANK \$(hostname) \$(awk "/^Cpus_allowed_list/ {print \\\$2}" /proc/self/status) \$TASK_MAP"'
+PATH=$(dirname "$flux"):\$PATH "$flux" run -N3 -n6 "$lama" exec --mem local -- sh -c 'echo "exec \$FLUX_TASK_RANK \$(hostname) \$(awk "/^Cpus_allowed_list/ {print \\\$2}" /proc/self/status) \$TASK_MAP \${OMP_NUM_THREADS:-}/\${OMP_PLACES:-}/\$(awk "NR == 1 {print \\\$2}" /proc/self/numa_maps)"'
 EOF
 # How srun places the same request in an allocation alike.
 timeout -s KILL 120 salloc -N3 --exclusive srun -N3 -n6 --lama-policy=auto bash -c \
@@ -42,13 +42,14 @@ flux_case() {
   cores=$(awk '$1 == "cores" {print $2}' <<<"$out")
   [ "$cores" = $((3 * $(nproc))) ] || bad+="the instance has $cores cores, not the allocation's $((3 * $(nproc))); "
   [ "$(grep -c "runs Flux's brokers" <<<"$out")" = 1 ] || bad+="lama's note on the broker step is not said once; "
-  [ "$(awk '$1 == "exec" {print $3, $4}' <<<"$out" | sort)" = "$(by_node <<<"$out")" ] ||
-    bad+="lama exec's tasks (host cpus): $(awk '$1 == "exec" {print $3, $4}' <<<"$out" | sort | paste -sd';'), the plugin's: $(by_node <<<"$out" | paste -sd';'); "
+  # Each task's CPUs, OpenMP threads and places, and memory policy, rank by rank.
+  [ "$(awk '$1 == "exec" {print $2, $3, $4, $6}' <<<"$out" | sort -n)" = "$(awk '$1 == "task" {print $2, $3, $4, $5}' <<<"$out" | sort -n)" ] ||
+    bad+="lama exec's tasks (rank host cpus omp/places/memory): $(awk '$1 == "exec" {print $2, $3, $4, $6}' <<<"$out" | sort -n | paste -sd';'), the plugin's: $(awk '$1 == "task" {print $2, $3, $4, $5}' <<<"$out" | sort -n | paste -sd';'); "
   [ "$(awk '$1 == "exec" {print $5}' <<<"$out" | sort -u)" = '{"version":1,"map":[[0,3,2,1]]}' ] ||
     bad+="lama exec's TASK_MAP: $(awk '$1 == "exec" {print $5}' <<<"$out" | sort -u | paste -sd' '); "
   [ "$(by_node <<<"$out")" = "$(by_node < "$work/srun")" ] || bad+="the Flux job's tasks (host cpus): $(by_node <<<"$out" | paste -sd';'), srun's: $(by_node < "$work/srun" | paste -sd';'); "
   if [ -z "$bad" ] && [ -n "$(by_node < "$work/srun")" ]; then
-    ok "srun flux start with $how: the brokers span the allocation unbound, without lama's variables (said once), a flux run -o lama.policy=auto job is placed as srun --lama-policy=auto places it, and lama exec places a job without the plugin alike, with Flux's TASK_MAP"
+    ok "srun flux start with $how: the brokers span the allocation unbound, without lama's variables (said once), a flux run -o lama.policy=auto job is placed as srun --lama-policy=auto places it, and lama exec places a job without the plugin alike (CPUs, OpenMP variables, memory policy), with Flux's TASK_MAP"
     echo "# with $how, the Flux job's tasks (host cpus): $(by_node <<<"$out" | paste -sd';' -)"
   else not_ok "srun flux start with $how" "$bad" "$out"; fi
 }

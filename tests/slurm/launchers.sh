@@ -142,13 +142,14 @@ daemon_case() {
   use_mpi "$lib"
   # Into a file, not a pipe: a launcher left running after its ranks ended (Open MPI 5's prterun
   # was seen waiting on its daemons for good, its salloc killed by the timeout) then holds no pipe
-  # open, and the job it held is cancelled so that the next case gets the nodes.
-  timeout -s KILL 120 env "$@" salloc -N3 -n6 $salloc_args env "${lib_env[@]}" ${plain[$lib]} -n 6 \
+  # open, and the job it held is cancelled so that the next case gets the nodes. A case takes a
+  # few seconds: 45 s is ample, and a hung prterun costs no more than that.
+  timeout -s KILL 45 env "$@" salloc -N3 -n6 $salloc_args env "${lib_env[@]}" ${plain[$lib]} -n 6 \
     bash -c 'echo "rank-env ${TASK_MAP:-none} ${LAMA_CPUS:-none} ${OMP_NUM_THREADS:-none} $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"' >"$work/daemon.out" 2>&1
   out=$(cat "$work/daemon.out")
   job=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' <<<"$out")
   if [ -n "$job" ] && squeue -h -t R -j "$job" 2>/dev/null | grep -q .; then
-    echo "# $lib with $how: the launcher had not ended after 120 s; job $job cancelled"
+    echo "# $lib with $how: the launcher had not ended after 45 s; job $job cancelled"
     scancel "$job"
     pkill -KILL -x prterun 2>/dev/null || true
   fi
