@@ -17,7 +17,8 @@
 #   default; or trixie, Debian 13 with Slurm 24.11, systemd 257 and kernel 6.12),
 #   LAMA_GUEST_CACHE (where images live, default /var/cache/lama/guest),
 #   LAMA_GUEST_ACCEL (kvm or tcg; default: kvm when qemu starts with /dev/kvm and the guest
-#   boots in 2 minutes, else tcg),
+#   boots in 2 minutes, else tcg), LAMA_GUEST_TCG_THREAD (multi, the default, or single: every
+#   vCPU on one host thread, which QEMU 7.2's cross-vCPU code-patching defect cannot hit),
 #   LAMA_GUEST_PORT (the first host port to try for the guest's ssh, default 2222),
 #   LAMA_GUEST_EXTRA (more Debian packages in the image, or "schedmd": what SchedMD's expect and
 #   Python tests need (tests/schedmd/); an image of its own, cached like the others).
@@ -111,7 +112,8 @@ ssh_to() {
 qemu_up() {
   local run=$1 accel=$2 cpu
   shift 2
-  if [ "$accel" = kvm ]; then cpu=(-accel kvm -cpu host); else cpu=(-accel tcg,thread=multi -cpu max,vendor=GenuineIntel); fi
+  if [ "$accel" = kvm ]; then cpu=(-accel kvm -cpu host)
+  else cpu=(-accel "tcg,thread=${LAMA_GUEST_TCG_THREAD:-multi}" -cpu max,vendor=GenuineIntel); fi
   rm -f "$run/qemu.pid"
   # Two DRAM nodes with CPUs, and memory without CPUs described by HMAT (memory tiers): nodes 2
   # and 3 fast (four times the DRAM's bandwidth from the same CPUs), node 4 slow and large.

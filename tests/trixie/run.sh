@@ -17,6 +17,10 @@ old=$(realpath "$2")
 started=$(date +%s)
 shared=${LAMA_SHARED:-$top/../shared}
 export LAMA_GUEST_EXTRA=schedmd
+# Debian 13's kernel patches its code at run time often enough that QEMU 7.2's multi-threaded TCG
+# runs a stale translation of it now and then (an int3 Oops, then a panic, at boot or mid-suite:
+# ClangBuiltLinux boot-utils #111, fixed in QEMU 8.1): its vCPUs share one host thread.
+export LAMA_GUEST_TCG_THREAD=single
 work=$(mktemp -d /tmp/lama-trixie.XXXXXX)
 run=$work/guest
 out=$work/build
