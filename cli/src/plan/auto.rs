@@ -120,7 +120,8 @@ pub fn render(
     let node_of: Vec<u32> = by_rank.iter().map(|&(_, n, _)| n as u32).collect();
     if matches!(a.format, PlanFormat::Srun | PlanFormat::Pals) {
         return binding_ranks(a, models, per_node, &plans).and_then(|ranks| {
-            super::binding_script(a.format, &ranks, hosts).map_err(|e| ("launcher".to_string(), e))
+            super::launchers::binding_script(a.format, &ranks, hosts)
+                .map_err(|e| ("launcher".to_string(), e))
         });
     }
     if a.format.is_launcher() {
@@ -131,7 +132,7 @@ pub fn render(
                 cpus: cpus.to_vec(),
             })
             .collect();
-        return super::launcher_text(a.format, &ranks, hosts, usable)
+        return super::launchers::launcher_text(a.format, &ranks, hosts, usable)
             .map_err(|e| ("launcher".to_string(), e));
     }
     let map = TaskMap::encode(&node_of);

@@ -3,6 +3,7 @@
 
 mod auto;
 mod bindings;
+mod launchers;
 mod memory;
 mod output;
 pub mod slurm_job;
@@ -17,7 +18,6 @@ use lama::locality::{choose, Locality, Weights};
 use lama::openmp::{plan_threads, ProcBind, ThreadPlan, Threads};
 use lama::slurm::expand_hostlist;
 use lama::slurm::hostfile::slurm_hostfile;
-use lama::slurm::launcher::{hydra_args, impi_args, rankfile, OpenMpi, RankPlace};
 use lama::spec::{Expert, Request, Simple};
 
 use lama::{plan, NodeTopology, Plan};
@@ -551,14 +551,14 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
                     bindings::rank_binding(loc, node, p.cpus(r, &nodes), &gpus, mems)
                 })
                 .collect();
-            match binding_script(a.format, &ranks, &hosts.unwrap_or_default()) {
+            match launchers::binding_script(a.format, &ranks, &hosts.unwrap_or_default()) {
                 Ok(t) => t,
                 Err(e) => return fail(Format::Text, "launcher", &e, None),
             }
         }
         f => {
             let usable: Vec<Vec<u32>> = per_node.iter().map(|&i| usable[i].clone()).collect();
-            match launcher(f, &p, &nodes, &hosts.unwrap_or_default(), &usable) {
+            match launchers::launcher(f, &p, &nodes, &hosts.unwrap_or_default(), &usable) {
                 Ok(t) => t,
                 Err(e) => return fail(Format::Text, "launcher", &e, None),
             }
@@ -590,70 +590,6 @@ fn the_nodes(
     // A described node's daemon may use every PU the description leaves (after --restrict).
     let usable = models.iter().map(|(t, _)| t.pus().to_vec()).collect();
     Ok((hosts, per_node, models, usable))
-}
-
-/// An Open MPI rankfile, or MPICH's or Intel MPI's mpiexec arguments, for the plan.
-fn launcher(
-    format: PlanFormat,
-    p: &Plan,
-    nodes: &[&NodeTopology],
-    hosts: &[String],
-    usable: &[Vec<u32>],
-) -> Result<String, String> {
-    let ranks: Vec<RankPlace> = (0..p.len())
-        .map(|r| RankPlace {
-            node: p.placements()[r].node as usize,
-            cpus: p.cpus(r, nodes),
-        })
-        .collect();
-    launcher_text(format, &ranks, hosts, usable)
-}
-
-/// A launcher format's text for ranks placed by any means.
-fn launcher_text(
-    format: PlanFormat,
-    ranks: &[RankPlace],
-    hosts: &[String],
-    usable: &[Vec<u32>],
-) -> Result<String, String> {
-    let text = match format {
-        PlanFormat::Rankfile => rankfile(ranks, hosts, installed_open_mpi()?, usable),
-        PlanFormat::RankfileOmpi4 => rankfile(ranks, hosts, OpenMpi::V4, usable),
-        PlanFormat::RankfileOmpi5 => rankfile(ranks, hosts, OpenMpi::V5, usable),
-        PlanFormat::Impi => impi_args(ranks, hosts),
-        _ => hydra_args(ranks, hosts),
-    };
-    text.map_err(|e| e.to_string())
-}
-
-/// srun's or PALS' script for ranks placed by any means.
-fn binding_script(
-    format: PlanFormat,
-    ranks: &[lama::slurm::launcher::RankBinding],
-    hosts: &[String],
-) -> Result<String, String> {
-    let text = match format {
-        PlanFormat::Pals => lama::slurm::launcher::pals_script(ranks, hosts),
-        _ => lama::slurm::launcher::srun_script(ranks, hosts),
-    };
-    text.map_err(|e| e.to_string())
-}
-
-/// The Open MPI release of the `mpirun` first in PATH, from its `--version`.
-fn installed_open_mpi() -> Result<OpenMpi, String> {
-    let say = "--format rankfile writes for the Open MPI whose mpirun is first in PATH";
-    let pick = "give --format rankfile-ompi4 or --format rankfile-ompi5";
-    let out = std::process::Command::new("mpirun")
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("{say}, but `mpirun --version` cannot run ({e}): {pick}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    OpenMpi::from_version(&text).ok_or_else(|| {
-        format!(
-            "{say}, but `mpirun --version` names no Open MPI release ({}): {pick}",
-            lama::quote::cut(text.lines().next().unwrap_or("").trim())
-        )
-    })
 }
 
 /// Writes the output to `--output` or standard output.
