@@ -62,6 +62,18 @@ echo 22.05'
 mkdir -p "$work/plugins/22.05" && : > "$work/plugins/22.05/liblama_spank.so"
 sabotaged "a guest killed half-way" suite "$t/tests/guest/run.sh" /bin/true "$work/plugins"
 
+# --- a failure's evidence reaches the recap -------------------------------------------------------
+stub "$work/evidence.sh" <<EOF
+#!/usr/bin/env bash
+source "$real/tests/tap.sh"
+not_ok "a failing check" "why it failed"
+done_testing
+EOF
+suite "$work/evidence.sh" >"$work/evidence.log" 2>&1
+if recap "$work/evidence.log" | grep -qxF '#     #   why it failed'; then
+  ok "a failure's recap carries its evidence: the run's tail says why, not only what"
+else not_ok "a failure's recap without its evidence" "$(recap "$work/evidence.log")"; fi
+
 # --- a suite that exits early ----------------------------------------------------------------------
 stub "$work/early.sh" <<EOF
 #!/usr/bin/env bash

@@ -54,6 +54,11 @@ recap() {
   local failed skipped
   failed=$(grep -E '^(not ok - |test .* \.\.\. FAILED$)' "$1")
   skipped=$(grep -E '^skip - ' "$1")
-  [ -z "$failed" ] || printf '# what failed:\n%s\n' "$(cut -c1-300 <<<"$failed" | sed 's/^/#   /')"
+  # Each failure with the first lines of its evidence (the "#   " lines under it), so that a
+  # run's tail alone says why, not only what.
+  [ -z "$failed" ] || printf '# what failed:\n%s\n' "$(awk '
+    /^(not ok - |test .* \.\.\. FAILED$)/ { print; n = 12; next }
+    n > 0 && /^#   / { print "  " $0; n--; next }
+    { n = 0 }' "$1" | cut -c1-300 | sed 's/^/#   /')"
   [ -z "$skipped" ] || printf '# what was skipped:\n%s\n' "$(cut -c1-300 <<<"$skipped" | sed 's/^/#   /')"
 }
