@@ -195,7 +195,7 @@ thread_spec_case "srun --thread-spec=2 (the job made by srun)" "$spec2" \
   run -N1 -w n1 -n2 --thread-spec=2 --lama-map=scbnh --lama-bind=1s bash -c "$report"
 thread_spec_case "salloc --thread-spec=2, srun inside" "$spec2" \
   timeout 120 salloc -N1 -w n1 --thread-spec=2 srun -n2 --lama-map=scbnh --lama-bind=1s bash -c "$report"
-SBATCH_THREAD_SPEC=1 timeout 120 sbatch -W -N1 -w n1 -o "$work/sbatch.out" \
+SBATCH_THREAD_SPEC=1 sbatch_wait -N1 -w n1 -o "$work/sbatch.out" \
   --wrap "srun -n2 --lama-map=scbnh --lama-bind=1s bash -c '$report'" >/dev/null 2>&1
 thread_spec_case "SBATCH_THREAD_SPEC=1 sbatch, srun inside" "$spec1" cat "$work/sbatch.out"
 # -S1 (--core-spec): Slurm keeps the last core of the last socket out of the job's cores itself
@@ -275,7 +275,7 @@ out=$(run -N1 -w n1 -n4 -c2 --multi-prog --lama-map=csbnh --lama-bind=1c "$work/
 if [ "$(at "$out")" = "0 0-1 1 8-9 2 16-17 3 24-25" ]; then ok "--multi-prog beside --lama-map=csbnh: every task placed as without it"
 else not_ok "--multi-prog beside a lama map" "$out" "$(cat "$work/multi.conf")"; fi
 # A job array: every element's step placed on its own job's CPUs.
-timeout 120 sbatch -W -N1 -w n1 -n2 -c2 --array=0-1 -o "$work/array-%a.out" \
+sbatch_wait -N1 -w n1 -n2 -c2 --array=0-1 -o "$work/array-%a.out" \
   --wrap "srun --lama-map=csbnh --lama-bind=1c bash -c '$report'" >/dev/null 2>&1
 bad=""
 for a in 0 1; do

@@ -50,7 +50,8 @@ bound_as_planned() {
 }
 
 
-cluster LAMA_SANDBOX_CGROUP=1
+# Backfill every second: the heterogeneous jobs below wait for it (every 30 s by default).
+cluster LAMA_SANDBOX_CGROUP=1 LAMA_SANDBOX_CONF_EXTRA=SchedulerParameters=bf_interval=1
 release=$(srun --version | awk '{print $2}')
 echo "# Slurm $release: TaskPlugin=task/affinity,task/cgroup with ConstrainCores=yes (real cores)"
 n=$(nproc)
@@ -158,7 +159,7 @@ for how in salloc sbatch; do
   if [ $how = salloc ]; then
     out=$(timeout 120 salloc -N1 -w n1 -n2 -c4 --hint=nomultithread bash -c "$steps" 2>"$work/err")
   else
-    timeout 120 sbatch -W -N1 -w n1 -n2 -c4 --hint=nomultithread -o "$work/hint.out" --wrap "$steps" >/dev/null 2>"$work/err"
+    sbatch_wait -N1 -w n1 -n2 -c4 --hint=nomultithread -o "$work/hint.out" --wrap "$steps" >/dev/null 2>"$work/err"
     out=$(cat "$work/hint.out")
   fi
   got=""
@@ -301,7 +302,7 @@ if ! grep -q 'srun: error: lama: --lama-gpus' <<<"$out" &&
   gpu_bind_none_ok "$out"; then
   ok "salloc --gpu-bind=closest, srun --gpu-bind=none --lama-gpus=1: the step's own binding wins over the job's SLURM_GPU_BIND"
 else not_ok "salloc --gpu-bind=closest, srun --gpu-bind=none --lama-gpus=1" "$out"; fi
-timeout 120 sbatch -W -N1 -w n1 -n2 --gres=gpu:2 --gpu-bind=closest -o "$work/gpubind.out" \
+sbatch_wait -N1 -w n1 -n2 --gres=gpu:2 --gpu-bind=closest -o "$work/gpubind.out" \
   --wrap "srun --gpu-bind=none --lama-gpus=1 --lama-map=scbnh --lama-bind=1c bash -c 'echo \"gpu \$SLURM_PROCID \${LAMA_GPUS:-none}\"'" >/dev/null 2>&1
 out=$(cat "$work/gpubind.out")
 if ! grep -q 'srun: error: lama: --lama-gpus' <<<"$out" &&

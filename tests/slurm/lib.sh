@@ -30,6 +30,14 @@ all_idle() { ! sinfo -h -N -o '%T' | grep -qv '^idle$'; }
 wait_idle() { for _ in $(seq 60); do all_idle && [ -z "$(squeue -h)" ] && return 0; sleep 0.5; done; return 1; }
 # srun, with the environment of the MPI stack chosen by use_mpi (none by default).
 lib_env=()
+# sbatch ARGS... and wait, up to 120 s, until the job (every element of an array) has left the
+# queue. sbatch -W polls after 2 s and then 8 s more, so a job of 3 s costs 10 s there.
+sbatch_wait() {
+  local job
+  job=$(sbatch --parsable "$@") || return 1
+  for _ in $(seq 600); do [ -z "$(squeue -h -j "${job%%;*}" 2>/dev/null)" ] && return 0; sleep 0.2; done
+  return 1
+}
 run() { timeout 120 env "${lib_env[@]}" srun "$@"; }
 # `lama plan` text (expert or policy) as "rank node cpus" lines.
 plan_lines() {
