@@ -171,7 +171,7 @@ if [ $rc -ne 0 ] && grep -qF "invalid --lama-bind '9x'" <<<"$out"; then ok "bad 
 else not_ok "bad option in sbatch (rc $rc)" "$out"; fi
 
 # Options given to sbatch reach the job's steps.
-out=$(timeout 120 sbatch -N1 -n"$(nproc)" --lama-map=csbnh --lama-bind=1c --wait -o "$work/batch.out" \
+out=$(sbatch_wait -N1 -n"$(nproc)" --lama-map=csbnh --lama-bind=1c -o "$work/batch.out" \
   --wrap "srun bash -c '$report'" 2>&1)
 got=$(sort -n "$work/batch.out" | awk '{print $1, $3}')
 want=$(plan_lines --this-machine --map csbnh --bind 1c --np "$(nproc)" | awk '{print $1, $3}')
