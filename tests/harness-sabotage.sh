@@ -159,8 +159,12 @@ EOF
 suite "$work/whole.sh" >"$work/whole.log" 2>&1
 total=$(tally "$work/whole.log"); rc=$?
 told=$(recap "$work/whole.log")
+# As the test command ends: recap, then tally, under set -e. A run without failures must still
+# print its totals and exit 0.
+ending=$(bash -c 'set -euo pipefail; source "$1/tests/harness.sh"; recap "$2" >/dev/null; tally "$2"' _ "$real" "$work/whole.log"); erc=$?
 if [ $rc = 0 ] && [ "$total" = "1 passed, 0 failed, 1 skipped" ] &&
+   [ $erc = 0 ] && [ "$ending" = "$total" ] &&
    [ "$told" = $'# what was skipped:\n#   skip - a check this machine cannot make: why' ]; then
   ok "a suite that runs to its end: '$total', exit 0; the skip not counted as passed, and named again"
-else not_ok "the control suite" "totals: $total, exit $rc" "recap: $told" "$(cat "$work/whole.log")"; fi
+else not_ok "the control suite" "totals: $total, exit $rc" "recap: $told" "the test command's ending (exit $erc): $ending" "$(cat "$work/whole.log")"; fi
 done_testing
