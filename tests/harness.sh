@@ -52,14 +52,14 @@ tally() {
 
 recap() {
   local failed skipped
-  # grep finds nothing in a run without failures: that must not end a caller under set -e.
-  failed=$(grep -E '^(not ok - |test .* \.\.\. FAILED$)' "$1" || true)
-  skipped=$(grep -E '^skip - ' "$1" || true)
   # Each failure with the first lines of its evidence (the "#   " lines under it), so that a
-  # run's tail alone says why, not only what.
-  [ -z "$failed" ] || printf '# what failed:\n%s\n' "$(awk '
+  # run's tail alone says why, not only what. (awk, not grep: finding nothing is no error, which
+  # would end a caller under set -e.)
+  failed=$(awk '
     /^(not ok - |test .* \.\.\. FAILED$)/ { print; n = 12; next }
     n > 0 && /^#   / { print "  " $0; n--; next }
-    { n = 0 }' "$1" | cut -c1-300 | sed 's/^/#   /')"
-  [ -z "$skipped" ] || printf '# what was skipped:\n%s\n' "$(cut -c1-300 <<<"$skipped" | sed 's/^/#   /')"
+    { n = 0 }' "$1" | cut -c1-300)
+  skipped=$(awk '/^skip - /' "$1" | cut -c1-300)
+  [ -z "$failed" ] || printf '# what failed:\n%s\n' "$(sed 's/^/#   /' <<<"$failed")"
+  [ -z "$skipped" ] || printf '# what was skipped:\n%s\n' "$(sed 's/^/#   /' <<<"$skipped")"
 }
