@@ -162,6 +162,19 @@ for t in $reduced; do
   suite contrib/release-suites.sh "$t" "$plugins/$v/liblama_spank.so" "$plugins/$(version_of /usr/include)/liblama_spank.so" | tee -a "$log"
 done
 
+# collect NAME PID SINCE OUT: waits for what runs beside the chain (PID, started at SINCE, its
+# lines in OUT), says how long it took and how long the chain waited for it, then adds its lines
+# to the log. An exit without a verdict (a set-up step that failed) still counts as a failure.
+collect() {
+  local name=$1 pid=$2 since=$3 out=$4 waited rc=0
+  waited=$(date +%s)
+  wait "$pid" || rc=$?
+  echo "== $name: $(( $(date +%s) - since )) s, $(( $(date +%s) - waited )) s of it waited for at the end [at $(( $(date +%s) - started )) s]"
+  [ "$rc" = 0 ] || echo "not ok - $name ended with exit $rc (their output above)" >>"$out"
+  tee -a "$log" <"$out"
+  rm -f "$out"
+}
+
 # SchedMD's own tests with lama loaded run on a sandbox of their own while the guest and what
 # follows run: they spend most of their time waiting for Slurm (sleeps, scheduling), the guest
 # its time on both CPUs; their lines are printed at the end.
@@ -207,26 +220,13 @@ beside_started=$(date +%s)
 echo "== a site on Debian 13: lama built there (hwloc 2.12, Slurm 24.11), its package in a Debian 13 guest on Debian's Slurm 24.11 (tests/trixie/) [at $(( $(date +%s) - started )) s]"
 suite tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
 
-waited=$(date +%s)
-beside_rc=0
-wait "$beside_pid" || beside_rc=$?
+collect "fuzzing and the Flux suites" "$beside_pid" "$beside_started" "$beside_log"
 beside_pid=""
-echo "== fuzzing and the Flux suites: $(( $(date +%s) - beside_started )) s, $(( $(date +%s) - waited )) s of it waited for at the end [at $(( $(date +%s) - started )) s]"
-[ "$beside_rc" = 0 ] || echo "not ok - fuzzing and the Flux suites ended with exit $beside_rc (their output above)" >>"$beside_log"
-tee -a "$log" <"$beside_log"
-rm -f "$beside_log"
 
-# SchedMD's tests started beside the guest and ran on beside the host's Flux tests, fuzzing,
-# packages and the Debian 13 guest: their results now.
-waited=$(date +%s)
-schedmd_rc=0
-wait "$schedmd_pid" || schedmd_rc=$?
+# SchedMD's tests started beside the guest and ran on beside the packages and the Debian 13
+# site: their results now.
+collect "SchedMD's own tests with lama loaded" "$schedmd_pid" "$schedmd_started" "$schedmd_log"
 schedmd_pid=""
-echo "== SchedMD's own tests with lama loaded: $(( $(date +%s) - schedmd_started )) s, $(( $(date +%s) - waited )) s of it waited for at the end [at $(( $(date +%s) - started )) s]"
-# An exit without a verdict (a set-up step that failed) still counts as a failure.
-[ "$schedmd_rc" = 0 ] || echo "not ok - SchedMD's tests with lama loaded ended with exit $schedmd_rc (their output above)" >>"$schedmd_log"
-tee -a "$log" <"$schedmd_log"
-rm -f "$schedmd_log"
 
 echo "== pictures: lama plan --format svg rendered by headless Chromium [at $(( $(date +%s) - started )) s]"
 suite tests/pictures.sh target/debug/lama target/pictures | tee -a "$log"
