@@ -205,10 +205,11 @@ suite tests/package.sh | tee -a "$log"
 # The Debian 13 guest's vCPUs share one host thread (tests/trixie/run.sh), which leaves the other
 # CPU to the fuzzing and the Flux suites, run beside it at low priority (the fuzz build first,
 # while lama builds in the Debian 13 root); their lines are printed after it.
-echo "== beside the Debian 13 site: fuzzing, every target for a few seconds from its committed corpus (AddressSanitizer); then the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh) [at $(( $(date +%s) - started )) s]"
+echo "== beside the Debian 13 site: Open MPI 5's own mapper beside lama's simple level (tests/ompi/); fuzzing, every target for a few seconds from its committed corpus (AddressSanitizer); then the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh) [at $(( $(date +%s) - started )) s]"
 beside_log=$(mktemp)
 (
   renice -n 10 -p "$BASHPID" >/dev/null
+  LAMA_SHARED=$shared suite tests/ompi/differential.sh target/debug/lama
   suite tests/fuzz.sh 5
   for s in plugin hardware shapes; do
     suite tests/flux/$s.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not ok|ok|skip) - /&[Flux] /'
@@ -220,7 +221,7 @@ beside_started=$(date +%s)
 echo "== a site on Debian 13: lama built there (hwloc 2.12, Slurm 24.11), its package in a Debian 13 guest on Debian's Slurm 24.11 (tests/trixie/) [at $(( $(date +%s) - started )) s]"
 suite tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
 
-collect "fuzzing and the Flux suites" "$beside_pid" "$beside_started" "$beside_log"
+collect "Open MPI's mapper, fuzzing and the Flux suites" "$beside_pid" "$beside_started" "$beside_log"
 beside_pid=""
 
 # SchedMD's tests started beside the guest and ran on beside the packages and the Debian 13

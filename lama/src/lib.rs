@@ -12,7 +12,7 @@
 //! | module | concept |
 //! |---|---|
 //! | [`topology`], [`level`] | a node's hardware as plain data; the nine LAMA levels |
-//! | [`spec`], [`mapper`] | the user's request; the odometer that places ranks |
+//! | [`spec`], [`mapper`] | the user's request; the odometer that places ranks, and the simple level (`map-by`, `bind-to`, `rank-by`) placed as Open MPI 5's own mapper places it |
 //! | [`policy`] | the automatic policy: a node's tasks placed with no map (NUMA domains, cores, GPUs) |
 //! | [`openmp`] | OpenMP threads inside a task, places drawn from its binding |
 //! | [`locality`] | NICs and GPUs, their distances, nearest-device choice |

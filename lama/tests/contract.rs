@@ -92,26 +92,37 @@ fn err_text(n: &NodeTopology) -> String {
         .to_string()
 }
 
-#[test]
-fn seed_example_map_by_socket_bind_to_core() {
+/// Ranks of `--map-by socket --bind-to core --np 8` on two 4-core sockets, per socket, with the
+/// given `--rank-by`.
+fn socket_ranks(rank_by: Option<&str>) -> (Vec<usize>, Vec<usize>) {
     let n = NodeTopology::from_synthetic("pack:2 core:4 pu:1").expect("synthetic");
     let simple = Simple {
         map_by: Some("socket"),
         bind_to: Some("core"),
-        rank_by: None,
+        rank_by,
     };
     let req = Request::simple(&simple, Some(8), false).expect("valid");
     let p = plan(&[&n], &req).expect("placement");
-    // socket 0 cores hold ranks 0 2 4 6, socket 1 cores hold 1 3 5 7
     let rank_on_cpu = |cpu: u32| {
         (0..8)
             .find(|&r| p.cpus(r, &[&n]) == vec![cpu])
             .expect("bound")
     };
-    let s0: Vec<usize> = (0..4).map(rank_on_cpu).collect();
-    let s1: Vec<usize> = (4..8).map(rank_on_cpu).collect();
-    assert_eq!(s0, vec![0, 2, 4, 6]);
-    assert_eq!(s1, vec![1, 3, 5, 7]);
+    (
+        (0..4).map(rank_on_cpu).collect(),
+        (4..8).map(rank_on_cpu).collect(),
+    )
+}
+
+#[test]
+fn seed_example_map_by_socket_bind_to_core() {
+    // The seed's picture (ranks alternate sockets) is Open MPI 5's --rank-by span; its default
+    // ranking for a mapping by object is fill: every rank of socket 0, then socket 1.
+    assert_eq!(
+        socket_ranks(Some("span")),
+        (vec![0, 2, 4, 6], vec![1, 3, 5, 7])
+    );
+    assert_eq!(socket_ranks(None), (vec![0, 1, 2, 3], vec![4, 5, 6, 7]));
 }
 
 #[test]

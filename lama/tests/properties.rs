@@ -52,6 +52,7 @@ prop_compose! {
             oversubscribe: false,
             np: None,
             default_np: DefaultNp::Sweep,
+            open_mpi: None,
         }
     }
 }

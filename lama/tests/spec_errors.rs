@@ -164,25 +164,87 @@ fn simple_level() {
             false,
         )
     };
-    let r = s(Some("socket"), Some("core"), Some("slot")).expect("valid");
-    assert_eq!(r.map_string(), "sbnch");
-    assert_eq!(format!("{}{}", r.bind.width, r.bind.level), "1c");
-    assert_eq!(r.order, lama::spec::Order::Sequential);
-    let r = s(Some("ppr:2:socket:pe=4"), None, None).expect("valid");
-    assert_eq!(r.mppr_string(), "2:s");
-    assert_eq!(format!("{}{}", r.bind.width, r.bind.level), "4c");
-    let r = s(Some("hwthread:pe=2"), None, None).expect("valid");
-    assert_eq!(format!("{}{}", r.bind.width, r.bind.level), "2h");
-    let r = s(Some("node:oversubscribe"), Some("none"), None).expect("valid");
-    assert!(r.oversubscribe);
-    assert_eq!(r.map_string(), "nbsch");
-    // The binding token is inserted after the first map token when the alias lacks it.
-    assert_eq!(
-        s(Some("socket"), Some("numa"), None)
+    // Open MPI 5's words are accepted as it spells them, socket as package's older name.
+    for (m, b, r) in [
+        (Some("package"), Some("core"), Some("slot")),
+        (Some("socket:span"), None, Some("span")),
+        (Some("ppr:2:package:pe=4"), None, None),
+        (Some("core:pe=2:hwtcpus"), None, None),
+        (Some("node:oversubscribe"), Some("none"), None),
+        (Some("numa"), Some("l3cache:overload-allowed"), Some("fill")),
+        (None, Some("package"), None),
+    ] {
+        let r = s(m, b, r).expect("valid");
+        assert!(r.open_mpi.is_some());
+    }
+    assert!(
+        s(Some("node:oversubscribe"), None, None)
             .expect("valid")
-            .map_string(),
-        "sNbnch"
+            .oversubscribe
     );
+    // Open MPI's refusals, each named by the option at fault.
+    for (bad, input, says) in [
+        (
+            (Some("core:pe=2"), None, None),
+            "map-by",
+            "a core holds one",
+        ),
+        (
+            (Some("hwthread:pe=2"), None, None),
+            "map-by",
+            "a hwthread holds one",
+        ),
+        (
+            (Some("package:pe=2"), Some("numa"), None),
+            "bind-to",
+            "cannot be combined",
+        ),
+        (
+            (Some("package:pe=2"), Some("none"), None),
+            "bind-to",
+            "cannot be combined",
+        ),
+        (
+            (Some("core"), Some("package"), None),
+            "bind-to",
+            "wider than the core",
+        ),
+        (
+            (Some("node"), None, Some("fill")),
+            "rank-by",
+            "needs a mapping by an object",
+        ),
+        (
+            (Some("slot"), None, Some("span")),
+            "rank-by",
+            "needs a mapping by an object",
+        ),
+        ((None, None, Some("package")), "rank-by", "Open MPI 4's"),
+        (
+            (Some("sockets"), None, None),
+            "map-by",
+            "did you mean 'socket'?",
+        ),
+        (
+            (None, Some("cores"), None),
+            "bind-to",
+            "did you mean 'core'?",
+        ),
+        (
+            (None, None, Some("spam")),
+            "rank-by",
+            "did you mean 'span'?",
+        ),
+        (
+            (Some("core:spam"), None, None),
+            "map-by",
+            "did you mean 'span'?",
+        ),
+    ] {
+        let e = s(bad.0, bad.1, bad.2).unwrap_err();
+        assert_eq!(e.input.name(), input, "{e}");
+        assert!(e.to_string().contains(says), "{e}");
+    }
     for (bad, input) in [
         ((Some("board"), None, None), "map-by"),
         ((Some("seq"), None, None), "map-by"),

@@ -120,14 +120,32 @@ pub(super) fn to_json(p: &Plan, nodes: &[&NodeTopology], req: &Request, extra: &
             "oversubscribe": req.oversubscribe,
         },
         "nesting": p.nesting.iter().map(|l| l.token()).collect::<String>(),
+        "open_mpi": open_mpi_words(p, req),
         "nodes": nodes.iter().map(|n| n.name()).collect::<Vec<_>>(),
         "ranks": ranks,
         "taskmap": rfc34::to_value(&tm),
     })
 }
 
+/// The simple level's placement in Open MPI's words, every default spelt out.
+fn open_mpi_words(p: &Plan, req: &Request) -> Option<String> {
+    req.open_mpi
+        .as_ref()
+        .and_then(|o| o.resolve(p.len()).ok())
+        .map(|r| r.describe())
+}
+
 pub(super) fn to_text(p: &Plan, nodes: &[&NodeTopology], req: &Request, extra: &Extra) -> String {
-    let mut s = format!(
+    if let Some(words) = open_mpi_words(p, req) {
+        let head = format!(
+            "{words}  (Open MPI 5's rules)  ->  {} ranks on {} node(s)\n",
+            p.len(),
+            nodes.len()
+        );
+        let rest = to_text_body(p, nodes, extra);
+        return head + &rest;
+    }
+    let head = format!(
         "map {}  bind {}  mppr {}  order {}  ->  {} ranks on {} node(s); nesting {}\n",
         req.map_string(),
         req.bind,
@@ -141,6 +159,11 @@ pub(super) fn to_text(p: &Plan, nodes: &[&NodeTopology], req: &Request, extra: &
         nodes.len(),
         p.nesting.iter().map(|l| l.token()).collect::<String>(),
     );
+    head + &to_text_body(p, nodes, extra)
+}
+
+fn to_text_body(p: &Plan, nodes: &[&NodeTopology], extra: &Extra) -> String {
+    let mut s = String::new();
     let by_node = ranks_by_node(p, nodes.len());
     let width = p.len().saturating_sub(1).to_string().len();
     for (n, ranks) in by_node.iter().enumerate() {

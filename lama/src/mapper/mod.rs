@@ -11,6 +11,7 @@ use crate::spec::{DefaultNp, Order, Request};
 use crate::topology::{NodeTopology, Span};
 
 mod error;
+pub mod open_mpi;
 
 pub use error::PlacementError;
 use error::{no_resources, oversubscribed};
@@ -72,6 +73,39 @@ impl Plan {
     /// Node of every rank, in rank order.
     pub fn node_of_ranks(&self) -> Vec<u32> {
         self.placements.iter().map(|p| p.node).collect()
+    }
+}
+
+impl Plan {
+    /// A plan made by Open MPI's mapper ([`open_mpi`]): per rank its node, bound span and
+    /// the index of the object it was mapped to (the coordinate at `level`).
+    pub(crate) fn from_open_mpi(
+        level: Level,
+        ranks: impl Iterator<Item = (u32, Span, u32)>,
+    ) -> Plan {
+        let nesting = if level == Level::Node {
+            vec![Level::Node]
+        } else {
+            vec![Level::Node, level]
+        };
+        let mut out = Plan {
+            map: nesting.iter().rev().copied().collect(),
+            nesting,
+            placements: Vec::new(),
+            coords: Vec::new(),
+        };
+        for (node, span, obj) in ranks {
+            out.placements.push(Placement {
+                node,
+                span,
+                pu: span.start,
+            });
+            out.coords.push(node);
+            if level != Level::Node {
+                out.coords.push(obj);
+            }
+        }
+        out
     }
 }
 
@@ -317,6 +351,9 @@ impl Counters {
 
 /// Places `req` on `nodes` (in allocation order).
 pub fn plan(nodes: &[&NodeTopology], req: &Request) -> Result<Plan, PlacementError> {
+    if let Some(o) = &req.open_mpi {
+        return open_mpi::plan(nodes, o, req.np).map(|(p, _)| p);
+    }
     if nodes.is_empty() {
         return Err(no_resources("the job has no nodes".into()));
     }

@@ -94,6 +94,11 @@ pub fn place_node(
     let topo = &*topo;
     let mut req = request.clone();
     req.np = Some(sorted.len());
+    // Open MPI's slots on a node are what the resource manager gave: here, the tasks Slurm put
+    // on it (srun never starts more than its CPUs allow without --overcommit).
+    if let Some(o) = req.open_mpi.as_mut() {
+        o.slots = Some(sorted.len() as u32);
+    }
     if sorted.is_empty() {
         return Ok(Vec::new());
     }

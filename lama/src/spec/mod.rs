@@ -2,6 +2,7 @@
 //! (map-by, bind-to, rank-by, `ppr:K:level`, `pe=K`), with errors that name the input,
 //! the reason, the position and the offending token.
 
+pub mod open_mpi;
 mod simple;
 
 pub use simple::{Simple, BIND_TO, MAP_BY, RANK_BY};
@@ -65,11 +66,11 @@ impl Input {
             ),
             Input::Order => "n (natural) or s (sequential)".into(),
             Input::MapBy => format!(
-                "one of {}, or ppr:<count>:<level>, optionally followed by :pe=<K> and :oversubscribe",
-                MAP_BY.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                "one of {}, or ppr:<count>:<object>, each optionally followed by :pe=<K>, :span, :hwtcpus, :oversubscribe or :nooversubscribe (Open MPI 5's words)",
+                MAP_BY.iter().map(|(n, _)| *n).filter(|n| !n.starts_with("ppr")).collect::<Vec<_>>().join(", ")
             ),
             Input::BindTo => format!(
-                "one of {}",
+                "one of {}, optionally followed by :overload-allowed",
                 BIND_TO.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
             ),
             Input::RankBy => format!("one of {}", RANK_BY.join(", ")),
@@ -100,7 +101,7 @@ pub struct SpecError {
 }
 
 impl SpecError {
-    fn new(input: Input, value: &str, reason: impl Into<String>) -> SpecError {
+    pub(crate) fn new(input: Input, value: &str, reason: impl Into<String>) -> SpecError {
         SpecError {
             input,
             value: value.to_string(),
@@ -109,7 +110,7 @@ impl SpecError {
             token: None,
         }
     }
-    fn at(mut self, position: usize, token: &str) -> SpecError {
+    pub(crate) fn at(mut self, position: usize, token: &str) -> SpecError {
         self.position = Some(position);
         self.token = Some(token.to_string());
         self
@@ -216,6 +217,9 @@ pub struct Request {
     pub np: Option<usize>,
     /// What the default number of processes is.
     pub default_np: DefaultNp,
+    /// The simple level, placed by Open MPI 5's rules ([`open_mpi`], placed by [`crate::mapper::open_mpi`]) instead of the
+    /// odometer; the fields above then describe it only roughly (for headers).
+    pub open_mpi: Option<open_mpi::OpenMpi>,
 }
 
 /// The level token at the start of a non-empty `s`: `L` with its digit, or one character.
@@ -464,6 +468,7 @@ impl Request {
             oversubscribe,
             np,
             default_np: DefaultNp::Sweep,
+            open_mpi: None,
         })
     }
 
