@@ -54,7 +54,9 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let matches = match Cli::command().try_get_matches() {
+    // Open MPI's `-np N` is `--np N` here (clap knows no single-dash long option).
+    let argv = std::env::args_os().map(|a| if a == "-np" { "--np".into() } else { a });
+    let matches = match Cli::command().try_get_matches_from(argv) {
         Ok(m) => m,
         Err(e) => {
             if e.kind() != clap::error::ErrorKind::DisplayHelp

@@ -110,8 +110,9 @@ pub struct PlanArgs {
     /// Number of nodes when a single topology is given: that many identical nodes.
     #[arg(long, value_name = "N")]
     nodes: Option<usize>,
-    /// Number of processes (default: one full sweep, or K per object with ppr:K:level).
-    #[arg(long, value_name = "N")]
+    /// Number of processes, also -n or -np as mpirun spells it (default: one full sweep; with
+    /// the simple level, one per slot, or K per object with ppr:K:object).
+    #[arg(long, short = 'n', value_name = "N")]
     np: Option<usize>,
     /// Place with the automatic policy, as --lama-policy=auto does: each node's ranks over its
     /// NUMA domains by GPUs (or cores), whole cores, GPUs shared out evenly, OpenMP threads

@@ -129,8 +129,19 @@ impl Mapper<'_> {
 
     /// The available CPUs of node `n` inside `within` (and inside `target` when given).
     fn free_units(&self, n: usize, within: Span, target: Option<&[bool]>) -> Vec<Span> {
+        self.free_in(self.units(n), n, within, target)
+    }
+
+    /// The objects of `units` (cores or PUs) of node `n` free inside `within` and `target`.
+    fn free_in(
+        &self,
+        units: &[Span],
+        n: usize,
+        within: Span,
+        target: Option<&[bool]>,
+    ) -> Vec<Span> {
         let avail = &self.nodes[n].avail;
-        self.units(n)
+        units
             .iter()
             .filter(|u| within.contains(u) && all_in(avail, **u))
             .filter(|u| target.is_none_or(|t| all_in(t, **u)))
@@ -246,7 +257,13 @@ impl Mapper<'_> {
             let Some(lo) = overlap(o, within) else {
                 continue;
             };
-            let free = self.free_units(n, lo, Some(target));
+            // Binding to a hardware thread takes one thread, not a whole core (Open MPI 5.0.11
+            // looks for a whole core inside one thread and fails: docs/open-mpi.md).
+            let free = if b == Obj::Hwthread {
+                self.free_in(topo.objects(crate::Level::Hwthread), n, lo, Some(target))
+            } else {
+                self.free_units(n, lo, Some(target))
+            };
             if let Some(first) = free.first() {
                 for i in first.start..first.end {
                     self.nodes[n].avail[i as usize] = false;
