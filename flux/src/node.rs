@@ -218,7 +218,16 @@ impl Node {
             })
             .collect();
         if config.threads.is_some() || auto.is_some() {
-            self.openmp(shell, config, &topo, &tasks, auto.is_some(), &mut groups)?;
+            // Flux's -c is the slot's cores; one core (its default) leaves one thread per CPU.
+            let per_task = slot_cores.filter(|&c| c > 1);
+            self.openmp(
+                shell,
+                config,
+                &topo,
+                &tasks,
+                (auto.is_some(), per_task),
+                &mut groups,
+            )?;
             phase("OpenMP places");
         }
         let mut mems = Vec::new();
@@ -298,7 +307,7 @@ impl Node {
         config: &Config,
         topo: &NodeTopology,
         tasks: &[TaskBinding],
-        auto: bool,
+        (auto, per_task): (bool, Option<usize>),
         groups: &mut [Vec<Group>],
     ) -> Result<(), String> {
         let replace = config.threads.is_some_and(|t| t.replace);
@@ -310,7 +319,9 @@ impl Node {
             return Ok(());
         }
         let plans = match (auto, config.threads) {
-            (true, t) => auto_threads(topo, tasks, t.as_ref()).map_err(|e| e.to_string())?,
+            (true, t) => {
+                auto_threads(topo, tasks, t.as_ref(), per_task).map_err(|e| e.to_string())?
+            }
             (false, Some(t)) => tasks
                 .iter()
                 .map(|task| plan_threads(topo, task.rank, &task.cpus, t.threads, t.bind))

@@ -110,6 +110,11 @@ fn check(path: &Path, whole: bool) {
             .position(|core| core.contains(&c))
             .expect("a CPU of a core")
     };
+    let packages: Vec<Vec<u32>> = node
+        .objects(Level::Socket)
+        .iter()
+        .map(|&s| node.span_cpus(s))
+        .collect();
     // Without GPUs, and with every GPU of the machine as the step's (issue 65: GPU nodes too).
     let gpus = gpus_of(&loc, None);
     let runs: &[&[PolicyGpu]] = if gpus.is_empty() {
@@ -152,7 +157,45 @@ fn check(path: &Path, whole: bool) {
             covered.sort_unstable();
             covered.dedup();
             assert_eq!(covered.len(), n, "{name}: --np {tasks}: tasks share a core");
-            assert_eq!(n, cores, "{name}: --np {tasks} leaves cores idle");
+            // Issue 74: with a task for every package, a GPU job leaves idle only the cores of
+            // packages without a step GPU; every core of the others is used.
+            let expected = if !with.is_empty() && tasks >= packages.len().max(1) {
+                let gpu_pkgs: Vec<&Vec<u32>> = packages
+                    .iter()
+                    .filter(|p| with.iter().any(|g| g.cpus.iter().any(|c| p.contains(c))))
+                    .collect();
+                (0..cores)
+                    .filter(|&k| {
+                        gpu_pkgs.iter().any(|p| {
+                            doms.iter()
+                                .flatten()
+                                .nth(k)
+                                .is_some_and(|core| p.contains(&core[0]))
+                        })
+                    })
+                    .count()
+            } else {
+                cores
+            };
+            assert_eq!(n, expected, "{name}: --np {tasks} leaves cores idle");
+        }
+        // Issue 74: with GPUs and at least as many tasks as packages, no task spans two
+        // packages, so a task placed for a GPU stays in that GPU's package.
+        if !with.is_empty() && packages.len() > 1 {
+            for tasks in [packages.len(), with.len().max(packages.len()), cores] {
+                let placed = auto(&node, with, tasks.min(cores), 1, false).expect(&name);
+                for (i, t) in placed.iter().enumerate() {
+                    let spans = packages
+                        .iter()
+                        .filter(|p| t.cpus.iter().any(|c| p.contains(c)))
+                        .count();
+                    assert!(
+                        spans <= 1,
+                        "{name}: --np {tasks}: task {i} on cpus {:?} spans {spans} packages",
+                        t.cpus
+                    );
+                }
+            }
         }
         // Each task has a GPU near it: one of its own domains' where they have any.
         if !with.is_empty() {

@@ -132,7 +132,8 @@ impl Lama {
             st.bound_gpus = BoundGpus::read(loc, get);
         }
         st.tasks = placed.tasks;
-        let plans = auto_threads(&topo, &st.tasks, threads.as_ref()).map_err(|e| e.to_string())?;
+        let plans = auto_threads(&topo, &st.tasks, threads.as_ref(), per_task)
+            .map_err(|e| e.to_string())?;
         if let Some(p) = plans.iter().find(|p| p.extra > 0) {
             if st.warning.is_none() {
                 st.warning = Some(crowded_note(p, ranks.len(), cpus.len(), st));

@@ -333,8 +333,13 @@ fn plan_nodes(
             true,
         )
         .map_err(|e| ("placement".to_string(), format!("node {n}: {e}")))?;
-        let places = auto_threads(node, &placed.tasks, threads)
-            .map_err(|e| ("threads".to_string(), e.to_string()))?;
+        let places = auto_threads(
+            node,
+            &placed.tasks,
+            threads,
+            a.cpus_per_task.map(|c| c as usize),
+        )
+        .map_err(|e| ("threads".to_string(), e.to_string()))?;
         plans.push(NodePlan { placed, places });
     }
     Ok(plans)

@@ -275,6 +275,10 @@ pub fn request(a: &PlanArgs) -> Result<Request, String> {
         return Err("use either the expert options (--map, --bind, --mppr, --order) or the simple ones (--map-by, --bind-to, --rank-by), not both".into());
     }
     let r = if simple {
+        let workers = a
+            .threads
+            .as_deref()
+            .and_then(|t| t.trim().parse::<u32>().ok());
         Request::simple(
             &Simple {
                 map_by: a.map_by.as_deref(),
@@ -284,6 +288,7 @@ pub fn request(a: &PlanArgs) -> Result<Request, String> {
             a.np,
             a.oversubscribe,
         )
+        .and_then(|r| r.with_workers(workers))
     } else {
         Request::expert(
             &Expert {

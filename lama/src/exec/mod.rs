@@ -202,7 +202,7 @@ fn openmp(
             .map(|task| plan_threads(node.topology, task.rank, &task.cpus, t.threads, t.bind))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| StepError::Option(e.to_string()))?,
-        t => auto_threads(node.topology, tasks, t.as_ref())?,
+        t => auto_threads(node.topology, tasks, t.as_ref(), node.cpus_per_rank)?,
     };
     let crowded = plans
         .iter()

@@ -211,12 +211,15 @@ pub fn auto_workers(threads: Option<&ThreadRequest>, per_task: Option<usize>) ->
     }
 }
 
-/// The OpenMP places of tasks the policy placed: as `threads` asks, else one thread per CPU the
-/// policy gave (one per core unless workers outnumber cores), spread.
+/// The OpenMP places of tasks the policy placed: as `threads` asks, else the CPUs per task the
+/// resource manager counts (`per_task`: srun's or Flux's `-c`) when the policy gave a task more
+/// than that, else one thread per CPU the policy gave (one per core unless workers outnumber
+/// cores), spread.
 pub fn auto_threads(
     topo: &NodeTopology,
     tasks: &[TaskBinding],
     threads: Option<&ThreadRequest>,
+    per_task: Option<usize>,
 ) -> Result<Vec<ThreadPlan>, StepError> {
     let bind = threads.map_or(ProcBind::default(), |t| t.bind);
     tasks
@@ -224,7 +227,10 @@ pub fn auto_threads(
         .map(|task| {
             let n = match threads.map(|t| t.threads) {
                 Some(Threads::Count(n)) => Threads::Count(n),
-                _ => Threads::Count(task.cpus.len() as u32),
+                _ => {
+                    let cpus = task.cpus.len();
+                    Threads::Count(per_task.filter(|&c| c > 0).map_or(cpus, |c| c.min(cpus)) as u32)
+                }
             };
             // The policy gave every task what the node holds: more threads than that share.
             match n {

@@ -294,7 +294,16 @@ pub fn auto(
         }
     }
     if !spill {
-        extend(&mut out, &doms, &per_domain, &sockets, workers);
+        // With a task for every package, a GPU's tasks keep to its package: a package without
+        // the step's GPUs is left to tasks of its own, never stretched over from another.
+        let own_package = !gpu_doms.is_empty() && tasks >= node.objects(Level::Socket).len();
+        extend(
+            &mut out,
+            &doms,
+            &per_domain,
+            (&sockets, own_package),
+            workers,
+        );
     }
     share_gpus(&mut out, &dom_gpus, &far, &sockets);
     Ok(out)
@@ -302,12 +311,14 @@ pub fn auto(
 
 /// Domains left without a task (GPU domains held every task, each on cores of its own): each
 /// goes to the tasks of a domain that has some ([`balanced`]), its cores shared among them in
-/// rank order, so that no allowed core is idle. A task keeps its GPUs: its home domain's.
+/// rank order, so that no allowed core is idle. A task keeps its GPUs: its home domain's. With
+/// `own_package` (a GPU job with a task for every package) a domain goes only to tasks of its
+/// own package, and stays idle when its package has none: no task spans two packages.
 fn extend(
     out: &mut [AutoTask],
     doms: &[Vec<Vec<u32>>],
     per_domain: &[usize],
-    sockets: &[usize],
+    (sockets, own_package): (&[usize], bool),
     workers: usize,
 ) {
     let homes: Vec<usize> = (0..doms.len()).filter(|&d| per_domain[d] > 0).collect();
@@ -315,9 +326,10 @@ fn extend(
     for d in (0..doms.len()).filter(|&d| per_domain[d] == 0) {
         let Some(&e) = homes
             .iter()
+            .filter(|&&e| !own_package || sockets.get(e) == sockets.get(d))
             .min_by_key(|&&e| (balanced(sockets, d, e, given[e]), e))
         else {
-            return;
+            continue;
         };
         given[e] += doms[d].len();
         let sharers: Vec<usize> = (0..out.len())

@@ -58,6 +58,38 @@ impl Request {
     }
 }
 
+impl Request {
+    /// `--threads N` beside the simple level: with no binding asked for (no `bind-to`, no
+    /// `:pe`) and a mapping wider than one core, each rank gets N cores, as `:pe=N` gives, so
+    /// that its threads have places of their own. Other requests are left as they are.
+    pub fn with_workers(mut self, workers: Option<u32>) -> Result<Request, SpecError> {
+        let Some(n) = workers.filter(|&n| n > 1) else {
+            return Ok(self);
+        };
+        if let Some(o) = self.open_mpi.as_mut() {
+            // A rank mapped to one core or thread keeps it: its threads share it, as in Open MPI.
+            let one_cpu = matches!(
+                o.map,
+                Some(
+                    Mapping::Object(Obj::Core | Obj::Hwthread)
+                        | Mapping::Ppr(_, Obj::Core | Obj::Hwthread)
+                )
+            );
+            if o.pe.is_none() && o.bind.is_none() && !one_cpu {
+                o.pe = Some(n.min(999));
+                o.resolve(self.np.unwrap_or(3))?;
+                self.bind.width = n.min(999);
+                self.bind.level = if o.hwtcpus {
+                    Level::Hwthread
+                } else {
+                    Level::Core
+                };
+            }
+        }
+        Ok(self)
+    }
+}
+
 /// The simple-level options as given.
 #[derive(Clone, Debug, Default)]
 pub struct Simple<'a> {

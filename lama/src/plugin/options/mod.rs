@@ -299,25 +299,32 @@ impl Settings {
             verbose: user.verbose || self.verbose,
             off: false,
         };
-        build(&merged, np).map_err(|e| {
-            let mut msg = e.message("--lama-");
-            let used: Vec<String> = EXPERT
-                .iter()
-                .chain(&SIMPLE)
-                .filter(|&&i| user.value(i).is_none())
-                .filter_map(|&i| merged.value(i).map(|v| format!("{}={v}", i.name())))
-                .collect();
-            if !used.is_empty() {
-                msg.push_str(&format!(
-                    " (this cluster's defaults from plugstack.conf: {})",
-                    used.join(" ")
-                ));
-            }
-            if e.input != Input::Np && user.value(e.input).is_none() {
-                msg = msg.replacen("--lama-", "plugstack.conf default ", 1);
-            }
-            StepError::Option(msg)
-        })
+        let workers = user
+            .threads
+            .as_deref()
+            .or(self.defaults.threads.as_deref())
+            .and_then(|t| t.trim().parse::<u32>().ok());
+        build(&merged, np)
+            .and_then(|r| r.with_workers(workers))
+            .map_err(|e| {
+                let mut msg = e.message("--lama-");
+                let used: Vec<String> = EXPERT
+                    .iter()
+                    .chain(&SIMPLE)
+                    .filter(|&&i| user.value(i).is_none())
+                    .filter_map(|&i| merged.value(i).map(|v| format!("{}={v}", i.name())))
+                    .collect();
+                if !used.is_empty() {
+                    msg.push_str(&format!(
+                        " (this cluster's defaults from plugstack.conf: {})",
+                        used.join(" ")
+                    ));
+                }
+                if e.input != Input::Np && user.value(e.input).is_none() {
+                    msg = msg.replacen("--lama-", "plugstack.conf default ", 1);
+                }
+                StepError::Option(msg)
+            })
     }
 }
 

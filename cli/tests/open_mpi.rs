@@ -1,0 +1,125 @@
+//! Issue 74 at the command line: Open MPI's words (`-n`, `-np`), `--threads N` as `:pe=N`, srun's
+//! `-c` as the workers under the policy, and GPU tasks kept inside their GPU's package. Expected
+//! values are the machines' facts (which CPUs a package or core holds) and the options' numbers,
+//! not lama's output; the ranks' CPUs under Open MPI's rules are checked against Open MPI itself
+//! by `tests/ompi/differential.sh`.
+
+mod common;
+
+use serde_json::Value;
+
+use common::{lama, stdout, topo};
+
+fn plan(args: &[&str]) -> Value {
+    let mut all = vec!["plan"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let o = lama(&all, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&stdout(&o)).expect("json")
+}
+
+fn ranks(v: &Value) -> Vec<(Vec<u64>, Option<u64>)> {
+    v["ranks"]
+        .as_array()
+        .expect("ranks")
+        .iter()
+        .map(|r| {
+            let cpus = r["cpus"]
+                .as_array()
+                .expect("cpus")
+                .iter()
+                .map(|c| c.as_u64().expect("cpu"))
+                .collect();
+            (cpus, r["threads"].as_u64())
+        })
+        .collect()
+}
+
+#[test]
+fn n_and_np_are_np() {
+    for flag in ["-n", "-np", "--np"] {
+        let v = plan(&[
+            "--synthetic",
+            "pack:2 core:4 pu:1",
+            flag,
+            "3",
+            "--map-by",
+            "core",
+        ]);
+        assert_eq!(ranks(&v).len(), 3, "{flag}");
+    }
+}
+
+#[test]
+fn threads_without_a_binding_give_each_rank_that_many_cores() {
+    // pack:2 core:8 pu:1: 16 cores, CPU k is core k. Four ranks of 4 threads mapped by package.
+    let v = plan(&[
+        "--synthetic",
+        "pack:2 core:8 pu:1",
+        "--np",
+        "4",
+        "--map-by",
+        "package",
+        "--threads",
+        "4",
+    ]);
+    let r = ranks(&v);
+    let mut seen = Vec::new();
+    for (cpus, threads) in &r {
+        assert_eq!(cpus.len(), 4, "{r:?}: each rank has its 4 cores");
+        assert_eq!(*threads, Some(4));
+        seen.extend(cpus.iter().copied());
+    }
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), 16, "{r:?}: no two ranks share a core");
+    assert!(v["open_mpi"].as_str().expect("words").contains(":pe=4"));
+}
+
+#[test]
+fn cpus_per_task_sets_the_workers_under_the_policy() {
+    // power8gpudistances: 2 hardware threads per core; -c 4 means 4 workers per task even when
+    // the policy gives a task more CPUs than that.
+    let v = plan(&[
+        "--topology",
+        &topo("power8gpudistances.xml"),
+        "--policy",
+        "auto",
+        "--np",
+        "2",
+        "--step-gpus",
+        "0,1",
+        "--cpus-per-task",
+        "4",
+    ]);
+    for (cpus, threads) in ranks(&v) {
+        assert!(cpus.len() >= 4, "{cpus:?}");
+        assert_eq!(threads, Some(4), "{cpus:?}: -c 4 is 4 workers");
+    }
+}
+
+#[test]
+fn gpu_tasks_stay_in_their_gpus_package() {
+    // 32em64t-2n8c2t: package 0 holds CPUs 0-7 and 16-23, package 1 CPUs 8-15 and 24-31 (core c
+    // is CPUs c and c+16); both GPUs hang off package 1. With 2 and 4 tasks (at least one per
+    // package) no task may have CPUs of both packages.
+    let package = |c: u64| (c % 16) / 8;
+    for np in ["2", "4"] {
+        let v = plan(&[
+            "--topology",
+            &topo("32em64t-2n8c2t-pci-normalio.xml"),
+            "--policy",
+            "auto",
+            "--np",
+            np,
+        ]);
+        for (cpus, _) in ranks(&v) {
+            let p = package(cpus[0]);
+            assert!(
+                cpus.iter().all(|&c| package(c) == p),
+                "--np {np}: a task over both packages: {cpus:?}"
+            );
+        }
+    }
+}
