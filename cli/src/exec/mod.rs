@@ -58,13 +58,13 @@ pub struct ExecArgs {
     /// Rank order: n (natural) or s (sequential).
     #[arg(long, value_name = "n|s")]
     order: Option<String>,
-    /// Simple level: node, numa, socket, l3cache, ..., ppr:K:level[:pe=K].
+    /// Open MPI 5's --map-by: slot, node, package, numa, ..., core, hwthread, ppr:K:object [:pe=K].
     #[arg(long, value_name = "X")]
     map_by: Option<String>,
-    /// Simple level: hwthread, core, l1cache, ..., numa, none.
+    /// Open MPI 5's --bind-to: none, package, numa, ..., core, hwthread.
     #[arg(long, value_name = "Y")]
     bind_to: Option<String>,
-    /// Simple level: slot (sequential) or a level name (natural).
+    /// Open MPI 5's --rank-by: slot, node, fill, span.
     #[arg(long, value_name = "Z")]
     rank_by: Option<String>,
     /// Keep placing past MPPR limits instead of failing.

@@ -141,13 +141,15 @@ pub struct PlanArgs {
     /// Expert rank order: n (natural) or s (sequential).
     #[arg(long, value_name = "n|s")]
     order: Option<String>,
-    /// Simple level: node, numa, socket, l3cache, l2cache, l1cache, core, slot, hwthread, ppr:K:level [:pe=K]
+    /// Open MPI 5's --map-by: slot, node, package (socket), numa, l3cache, l2cache, l1cache, core,
+    /// hwthread, ppr:K:object; with :pe=K, :span, :hwtcpus, :oversubscribe (docs/open-mpi.md).
     #[arg(long, value_name = "X")]
     map_by: Option<String>,
-    /// Simple level: hwthread, core, l1cache, l2cache, l3cache, socket, numa, none.
+    /// Open MPI 5's --bind-to: none, package (socket), numa, l3cache, l2cache, l1cache, core,
+    /// hwthread; with :overload-allowed.
     #[arg(long, value_name = "Y")]
     bind_to: Option<String>,
-    /// Simple level: slot (sequential) or another level name (natural).
+    /// Open MPI 5's --rank-by: slot, node, fill, span.
     #[arg(long, value_name = "Z")]
     rank_by: Option<String>,
     /// Keep sweeping past MPPR limits until every process is placed.

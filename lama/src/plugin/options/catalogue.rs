@@ -42,17 +42,17 @@ pub const OPTIONS: [OptionInfo; 18] = [
     OptionInfo {
         name: "map-by",
         arg: Some("X"),
-        usage: "simple level: node, numa, socket, l3cache, l2cache, l1cache, core, slot, hwthread, ppr:K:level[:pe=K]",
+        usage: "Open MPI 5's --map-by: slot, node, package, numa, l3cache, l2cache, l1cache, core, hwthread, ppr:K:object, with :pe=K, :span, :hwtcpus, :oversubscribe",
     },
     OptionInfo {
         name: "bind-to",
         arg: Some("Y"),
-        usage: "simple level: hwthread, core, l1cache, l2cache, l3cache, socket, numa, none",
+        usage: "Open MPI 5's --bind-to: none, package, numa, l3cache, l2cache, l1cache, core, hwthread, with :overload-allowed",
     },
     OptionInfo {
         name: "rank-by",
         arg: Some("Z"),
-        usage: "simple level: slot (sequential) or a level name (natural)",
+        usage: "Open MPI 5's --rank-by: slot, node, fill, span",
     },
     OptionInfo {
         name: "oversubscribe",
