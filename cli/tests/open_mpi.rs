@@ -123,3 +123,89 @@ fn gpu_tasks_stay_in_their_gpus_package() {
         }
     }
 }
+
+#[test]
+fn mem_local_is_the_nodes_of_each_cpu() {
+    // fakeheterocpunuma: CPUs 0-3 are NUMA node 0's, 8-11 node 1's (hwloc-ls: each node above its
+    // two cores); CPUs 4-7 have no node of their own. A task with CPUs of node 1 gets node 1, and
+    // a task on node 0's CPUs alone gets node 0 alone: a borrowed node is added only for the CPUs
+    // without their own.
+    let v = plan(&[
+        "--topology",
+        &topo("fakeheterocpunuma.fsroot.xml"),
+        "--policy",
+        "auto",
+        "--mem",
+        "local",
+    ]);
+    for r in v["ranks"].as_array().expect("ranks") {
+        let cpus: Vec<u64> = r["cpus"]
+            .as_array()
+            .expect("cpus")
+            .iter()
+            .filter_map(Value::as_u64)
+            .collect();
+        let mems: Vec<u64> = r["mems"]
+            .as_array()
+            .expect("mems")
+            .iter()
+            .filter_map(Value::as_u64)
+            .collect();
+        if cpus.iter().any(|c| (8..12).contains(c)) {
+            assert!(
+                mems.contains(&1),
+                "cpus {cpus:?}: mems {mems:?} lack node 1"
+            );
+        }
+        if cpus.iter().all(|c| (0..4).contains(c)) {
+            assert_eq!(mems, vec![0], "cpus {cpus:?}");
+        }
+    }
+}
+
+#[test]
+fn plan_and_exec_have_one_default() {
+    // No placement option: lama plan places by the automatic policy, as lama exec does (its
+    // `--policy` defaults to auto), and says so.
+    let args = ["--synthetic", "pack:2 core:4 pu:1", "--np", "2"];
+    let v = plan(&args);
+    assert_eq!(v["policy"], "auto");
+    assert_eq!(v["policy_by_default"], true);
+    let mut all = vec!["plan"];
+    all.extend_from_slice(&args);
+    let o = lama(&all, &[]);
+    assert!(stdout(&o).starts_with("policy auto (the default: no placement option given)"));
+    // The same placement: each local rank of `lama exec` with no option is bound where
+    // `lama plan` with no option puts it, on this machine.
+    let v = plan(&["--this-machine", "--np", "2"]);
+    for (r, (cpus, _)) in ranks(&v).iter().enumerate() {
+        let rank = r.to_string();
+        let o = lama(
+            &[
+                "exec",
+                "--dry-run",
+                "--local-rank",
+                &rank,
+                "--local-size",
+                "2",
+                "--",
+                "true",
+            ],
+            &[],
+        );
+        let out = stdout(&o) + &String::from_utf8_lossy(&o.stderr);
+        let list: Vec<String> = cpus.iter().map(u64::to_string).collect();
+        let bound = out
+            .lines()
+            .find_map(|l| l.strip_prefix("LAMA_CPUS="))
+            .unwrap_or_default()
+            .to_string();
+        let want = lama::idset::format_list(&cpus.iter().map(|&c| c as u32).collect::<Vec<_>>());
+        assert_eq!(
+            bound,
+            want,
+            "rank {r}: lama exec {out}; lama plan {}",
+            list.join(",")
+        );
+    }
+}

@@ -187,6 +187,7 @@ pub fn render(
         }
         let v = json!({
             "policy": "auto",
+            "policy_by_default": a.default_policy,
             "nodes": nodes.iter().map(|n| n.name()).collect::<Vec<_>>(),
             "summary": plans.iter().map(|p| json!(p.placed.summary)).collect::<Vec<_>>(),
             "ranks": ranks,
@@ -194,7 +195,15 @@ pub fn render(
         });
         return Ok(format!("{v}\n"));
     }
-    let mut s = format!("policy auto  ->  {np} ranks on {} node(s)\n", nodes.len());
+    let mut s = format!(
+        "policy auto{}  ->  {np} ranks on {} node(s)\n",
+        if a.default_policy {
+            " (the default: no placement option given)"
+        } else {
+            ""
+        },
+        nodes.len()
+    );
     let width = np.saturating_sub(1).to_string().len();
     // Ranks in the order rank_memory was given them.
     let mut k = 0;

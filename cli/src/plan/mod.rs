@@ -110,7 +110,7 @@ pub struct PlanArgs {
     /// Number of nodes when a single topology is given: that many identical nodes.
     #[arg(long, value_name = "N")]
     nodes: Option<usize>,
-    /// Number of processes, also -n or -np as mpirun spells it (default: one full sweep; with
+    /// Number of processes, also -n or -np as mpirun spells it (default: one full sweep of a map; with
     /// the simple level, one per slot, or K per object with ppr:K:object).
     #[arg(long, short = 'n', value_name = "N")]
     np: Option<usize>,
@@ -121,6 +121,9 @@ pub struct PlanArgs {
     #[arg(long, value_name = "auto", value_parser = ["auto"],
           conflicts_with_all = ["map", "bind", "mppr", "order", "map_by", "bind_to", "rank_by", "gpus", "nics", "slurm_hostfile"])]
     policy: Option<String>,
+    /// The policy was chosen because no placement option was given (said in the output).
+    #[arg(skip)]
+    pub default_policy: bool,
     /// With --policy auto: the GPUs the job has on each node, as indexes among the node's GPUs
     /// (0,1 or 0-3), or none (default: every GPU of the node).
     #[arg(long, value_name = "LIST|none", requires = "policy")]
@@ -441,6 +444,26 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
     // The plugin's policy counts srun's -c as each task's workers: so does the plan of the job.
     if a.from_slurm && a.policy.is_some() && a.cpus_per_task.is_none() {
         a.cpus_per_task = crate::env("SLURM_CPUS_PER_TASK").and_then(|n| n.trim().parse().ok());
+    }
+    // No placement option: lama's one default, the automatic policy, as lama exec and a site's
+    // policy=auto place (svg draws maps only, and devices asked for by count need a map: those
+    // keep the expert default map).
+    let chosen = a.map.is_some()
+        || a.bind.is_some()
+        || a.mppr.is_some()
+        || a.order.is_some()
+        || a.map_by.is_some()
+        || a.bind_to.is_some()
+        || a.rank_by.is_some()
+        || a.policy.is_some();
+    if !chosen
+        && a.format != PlanFormat::Svg
+        && a.gpus == 0
+        && a.nics == 0
+        && a.slurm_hostfile.is_none()
+    {
+        a.policy = Some("auto".into());
+        a.default_policy = true;
     }
     let req = match request(&a) {
         Ok(r) => r,
