@@ -16,12 +16,15 @@ echo "plugin.load { file = \"$flux_plugin\", conf = { cache = \"$work/cache-%u\"
 all_cpus=0-$(($(nproc) - 1))
 # Inside the instance: each broker's view (run on every node by flux exec), then one job placed
 # by lama's Flux plugin, each task's CPUs.
+# exit-timeout=none: a task slower than the others under load (one lama exec asking Flux for
+# the job's map) is waited for, not killed 30 s after the first task ends (Flux's default, met
+# once in a loaded run); salloc's 300 s bound stays.
 cat > "$work/inside.sh" <<EOF
 "$flux" exec -r all sh -c 'echo "broker \$(hostname) \$(awk "/^Cpus_allowed_list/ {print \\\$2}" /proc/self/status) \${LAMA_CPUS:-none} \${OMP_NUM_THREADS:-none} \${TASK_MAP:-none}"'
 echo "cores \$("$flux" resource list -no '{ncores}' -s all)"
-"$flux" run -N3 -n6 -o userrc="$work/lama.lua" -o lama.policy=auto -o lama.mem=local sh -c 'echo "task \$FLUX_TASK_RANK \$(hostname) \$(awk "/^Cpus_allowed_list/ {print \\\$2}" /proc/self/status) \${OMP_NUM_THREADS:-}/\${OMP_PLACES:-}/\$(awk "NR == 1 {print \\\$2}" /proc/self/numa_maps)"'
+"$flux" run -N3 -n6 -o exit-timeout=none -o userrc="$work/lama.lua" -o lama.policy=auto -o lama.mem=local sh -c 'echo "task \$FLUX_TASK_RANK \$(hostname) \$(awk "/^Cpus_allowed_list/ {print \\\$2}" /proc/self/status) \${OMP_NUM_THREADS:-}/\${OMP_PLACES:-}/\$(awk "NR == 1 {print \\\$2}" /proc/self/numa_maps)"'
 # The same job without the plugin, each task run by lama exec (which asks flux for the job's map).
-PATH=$(dirname "$flux"):\$PATH "$flux" run -N3 -n6 "$lama" exec --mem local -- sh -c 'echo "exec \$FLUX_TASK_RANK \$(hostname) \$(awk "/^Cpus_allowed_list/ {print \\\$2}" /proc/self/status) \$TASK_MAP \${OMP_NUM_THREADS:-}/\${OMP_PLACES:-}/\$(awk "NR == 1 {print \\\$2}" /proc/self/numa_maps)"'
+PATH=$(dirname "$flux"):\$PATH "$flux" run -N3 -n6 -o exit-timeout=none "$lama" exec --mem local -- sh -c 'echo "exec \$FLUX_TASK_RANK \$(hostname) \$(awk "/^Cpus_allowed_list/ {print \\\$2}" /proc/self/status) \$TASK_MAP \${OMP_NUM_THREADS:-}/\${OMP_PLACES:-}/\$(awk "NR == 1 {print \\\$2}" /proc/self/numa_maps)"'
 EOF
 # How srun places the same request in an allocation alike.
 timeout -s KILL 120 salloc -N3 --exclusive srun -N3 -n6 --lama-policy=auto bash -c \
