@@ -491,3 +491,30 @@ fn policy_gpus_stay_within_those_slurm_left_each_task() {
         kept.why
     );
 }
+
+#[test]
+fn simple_level_on_a_node_counts_slurms_tasks_as_its_slots() {
+    // pack:1 core:2 pu:2 (core k is CPUs 2k and 2k+1): four tasks of a step Slurm gave every
+    // hardware thread, --lama-map-by=core. More tasks than cores is not refused (Slurm counted
+    // hardware threads as its CPUs, as Open MPI's :hwtcpus does): each task is bound to its core,
+    // two tasks to each, as Open MPI binds them; --lama-bind-to=hwthread gives each its thread.
+    let t = NodeTopology::from_synthetic("pack:1 core:2 pu:2").expect("synthetic");
+    let place = |opts: &[(&str, Option<&str>)]| {
+        let req = Settings::default()
+            .request(&user(opts), Some(4))
+            .expect("request")
+            .expect("a map");
+        place_node(&t, &t.cpus(), &req, &[0, 1, 2, 3], false).expect("placed")
+    };
+    let got: Vec<Vec<u32>> = place(&[("map-by", Some("core"))])
+        .into_iter()
+        .map(|b| b.cpus)
+        .collect();
+    assert_eq!(got, vec![vec![0, 1], vec![0, 1], vec![2, 3], vec![2, 3]]);
+    let mut got: Vec<Vec<u32>> = place(&[("map-by", Some("core")), ("bind-to", Some("hwthread"))])
+        .into_iter()
+        .map(|b| b.cpus)
+        .collect();
+    got.sort();
+    assert_eq!(got, vec![vec![0], vec![1], vec![2], vec![3]]);
+}

@@ -98,6 +98,11 @@ pub fn place_node(
     // on it (srun never starts more than its CPUs allow without --overcommit).
     if let Some(o) = req.open_mpi.as_mut() {
         o.slots = Some(sorted.len() as u32);
+        // More tasks than cores: Slurm counted hardware threads as its CPUs, so they are the
+        // CPUs here too (Open MPI's :hwtcpus), each task binding one.
+        if sorted.len() > topo.objects(crate::Level::Core).len() {
+            o.hwtcpus = true;
+        }
     }
     if sorted.is_empty() {
         return Ok(Vec::new());
