@@ -209,3 +209,23 @@ fn plan_and_exec_have_one_default() {
         );
     }
 }
+
+#[test]
+fn restrict_refuses_cpus_the_node_lacks() {
+    // pack:2 core:4 pu:1 has CPUs 0-7: CPU 64 is named, not dropped.
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            "pack:2 core:4 pu:1",
+            "--restrict",
+            "0-3,64",
+            "--map-by",
+            "core",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("has no CPU 64") && e.contains("0-7"), "{e}");
+}

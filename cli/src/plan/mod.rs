@@ -334,9 +334,27 @@ fn load(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<Model>, String> {
         }
         .map_err(|e| e.to_string())?;
         let t = match &a.restrict {
-            Some(list) => t
-                .restrict_to_list(list)
-                .map_err(|e| format!("--restrict: {e}"))?,
+            Some(list) => {
+                // A CPU the node lacks is a typo to say, not a CPU to drop in silence.
+                let wanted =
+                    lama::idset::parse_list(list).map_err(|e| format!("--restrict: {e}"))?;
+                let have = t.cpus();
+                let missing: Vec<u32> = wanted
+                    .iter()
+                    .copied()
+                    .filter(|c| !have.contains(c))
+                    .collect();
+                if !missing.is_empty() {
+                    return Err(format!(
+                        "--restrict '{list}': node {} has no CPU {} (its CPUs are {})",
+                        t.name(),
+                        lama::idset::format_list(&missing),
+                        lama::idset::format_list(&have)
+                    ));
+                }
+                t.restrict_to_list(list)
+                    .map_err(|e| format!("--restrict: {e}"))?
+            }
             None => t,
         };
         models.push((t, loc));
