@@ -229,3 +229,24 @@ fn restrict_refuses_cpus_the_node_lacks() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("has no CPU 64") && e.contains("0-7"), "{e}");
 }
+
+#[test]
+fn plan_errors_name_plan_options() {
+    // The library's message names the plugin's --lama-bind; lama plan's own option is --bind.
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            "pack:2 core:4 pu:1",
+            "--map",
+            "csbnh",
+            "--bind",
+            "1c",
+            "--threads",
+            "99",
+        ],
+        &[],
+    );
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("(--bind)") && !e.contains("--lama-"), "{e}");
+}

@@ -227,6 +227,8 @@ pub fn print_json_error(kind: &str, message: &str, counts: Option<(usize, usize)
 }
 
 fn fail(format: Format, kind: &str, message: &str, counts: Option<(usize, usize)>) -> ExitCode {
+    // The library words options as the plugin's (--lama-bind); lama plan's are --bind.
+    let message = &lama::exec::exec_words(message);
     if format == Format::Json {
         print_json_error(kind, message, counts);
     }
