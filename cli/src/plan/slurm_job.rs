@@ -84,11 +84,23 @@ pub fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
         .output()
         .map_err(|e| format!("cannot run {what}: {e}"))?;
     if !out.status.success() {
-        return Err(format!(
-            "{what} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        // One line: Slurm's commands print a chain of errors ending in the one that decided
+        // (`fatal: Could not establish a configuration source` when no Slurm is reachable).
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("no message");
+        let hint = if err.contains("configuration source")
+            || err.contains("Unable to contact slurm controller")
+        {
+            "; no Slurm controller answers here (run it on a node of the cluster, or set SLURM_CONF)"
+        } else {
+            ""
+        };
+        return Err(format!("{what} failed ({}): {last}{hint}", out.status));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -249,4 +261,28 @@ pub fn reports(text: &str) -> Vec<Report> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_command_is_one_line_with_its_last_error() {
+        // A real command failing as scontrol does without a Slurm to ask: a chain of errors.
+        let e = output(
+            Command::new("sh").args([
+                "-c",
+                "echo 'x: error: one' >&2; echo 'x: fatal: Could not establish a configuration source' >&2; exit 1",
+            ]),
+            "x",
+        )
+        .unwrap_err();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(
+            e.contains("fatal: Could not establish") && !e.contains("one"),
+            "{e}"
+        );
+        assert!(e.contains("no Slurm controller answers here"), "{e}");
+    }
 }
