@@ -68,30 +68,79 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-fn man(cmd: Command) -> Result<Vec<u8>, String> {
+/// A command's page: clap's sections (its `--help` text without the examples, which follow as
+/// EXAMPLES), then EXAMPLES, EXIT STATUS and SEE ALSO from [`crate::examples`].
+fn man(
+    cmd: Command,
+    page: Option<&crate::examples::Page>,
+    see_also: &[String],
+) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    clap_mangen::Man::new(cmd)
-        .render(&mut out)
-        .map_err(|e| format!("cannot render a manual page: {e}"))?;
+    let cmd = cmd.after_help("").disable_help_subcommand(true);
+    let m = clap_mangen::Man::new(cmd.clone());
+    let err = |e: std::io::Error| format!("cannot render a manual page: {e}");
+    m.render_title(&mut out).map_err(err)?;
+    m.render_name_section(&mut out).map_err(err)?;
+    m.render_synopsis_section(&mut out).map_err(err)?;
+    m.render_description_section(&mut out).map_err(err)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        m.render_options_section(&mut out).map_err(err)?;
+    }
+    if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
+        m.render_subcommands_section(&mut out).map_err(err)?;
+    }
+    if let Some(p) = page {
+        out.extend_from_slice(crate::examples::roff_sections(p, see_also).as_bytes());
+    }
+    if cmd.get_version().is_some() {
+        m.render_version_section(&mut out).map_err(err)?;
+    }
     Ok(out)
+}
+
+/// Every page's name in SEE ALSO form, `lama-plan(1)`, but `name`'s own.
+fn see_also(pages: &[String], name: &str) -> Vec<String> {
+    pages
+        .iter()
+        .filter(|p| !p.starts_with(&format!("{name}(")))
+        .map(|p| {
+            let (name, sec) = (&p[..p.len() - 3], &p[p.len() - 2..p.len() - 1]);
+            format!(".BR {} ({sec})", name.replace('-', "\\-"))
+        })
+        .collect()
 }
 
 /// Writes everything under `a.dir`; `cmd` is the whole `lama` command.
 pub fn run(a: GenerateArgs, mut cmd: Command) -> ExitCode {
+    // No help subcommand on the pages: lama(1) would name a lama-help(1) that is not written.
+    cmd = cmd.disable_help_subcommand(true);
     let result = (|| -> Result<(), String> {
         cmd.build();
         let man1 = a.dir.join("man1");
-        write(&man1.join("lama.1"), &man(cmd.clone())?)?;
-        for sub in cmd
+        let subs: Vec<Command> = cmd
             .get_subcommands()
             .filter(|s| !s.is_hide_set() && s.get_name() != "help")
-        {
+            .cloned()
+            .collect();
+        let mut pages: Vec<String> = vec!["lama(1)".into()];
+        pages.extend(subs.iter().map(|s| format!("lama-{}(1)", s.get_name())));
+        pages.push("lama-spank(8)".into());
+        let top = crate::examples::page("");
+        write(
+            &man1.join("lama.1"),
+            &man(cmd.clone(), top, &see_also(&pages, "lama"))?,
+        )?;
+        for sub in subs {
             let name = format!("lama-{}", sub.get_name());
+            let p = crate::examples::page(sub.get_name());
             let page = sub
                 .clone()
                 .name(name.clone())
                 .bin_name(format!("lama {}", sub.get_name()));
-            write(&man1.join(format!("{name}.1")), &man(page)?)?;
+            write(
+                &man1.join(format!("{name}.1")),
+                &man(page, p, &see_also(&pages, &name))?,
+            )?;
         }
         write(&a.dir.join("man8/lama-spank.8"), spank_page().as_bytes())?;
         for (shell, file) in [

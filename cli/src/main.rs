@@ -5,6 +5,7 @@
 #[path = "../../spank/src/affinity.rs"]
 mod affinity;
 mod check;
+mod examples;
 mod exec;
 mod generate;
 mod hostfile;
@@ -56,7 +57,7 @@ enum Cmd {
 fn main() -> ExitCode {
     // Open MPI's `-np N` is `--np N` here (clap knows no single-dash long option).
     let argv = std::env::args_os().map(|a| if a == "-np" { "--np".into() } else { a });
-    let matches = match Cli::command().try_get_matches_from(argv) {
+    let matches = match examples::with_examples(Cli::command()).try_get_matches_from(argv) {
         Ok(m) => m,
         Err(e) => {
             if e.kind() != clap::error::ErrorKind::DisplayHelp
@@ -103,6 +104,6 @@ fn main() -> ExitCode {
         Cmd::Check(a) => check::run(a),
         Cmd::CheckProbe(a) => check::probe::run(a),
         Cmd::NodeReport(a) => plan::slurm_job::node_report(a),
-        Cmd::Generate(a) => generate::run(a, Cli::command()),
+        Cmd::Generate(a) => generate::run(a, examples::with_examples(Cli::command())),
     }
 }

@@ -1,0 +1,89 @@
+//! Help in the tool: every subcommand's `--help` ends with examples and exit statuses, the
+//! examples that need no cluster and no file of the user's run as written, and the manual pages
+//! have EXAMPLES, EXIT STATUS and SEE ALSO naming only pages that exist.
+
+mod common;
+
+use common::{lama, stdout};
+
+const SUBCOMMANDS: [&str; 5] = ["plan", "exec", "taskmap", "hostfile", "check"];
+
+#[test]
+fn every_help_ends_with_examples_and_exit_statuses() {
+    for sub in SUBCOMMANDS
+        .iter()
+        .map(|s| vec![*s, "--help"])
+        .chain([vec!["--help"]])
+    {
+        let out = stdout(&lama(&sub, &[]));
+        assert!(out.contains("\nExamples:\n"), "{sub:?}: {out}");
+        assert!(out.contains("\nExit status:\n"), "{sub:?}");
+    }
+}
+
+#[test]
+fn the_examples_run_as_written() {
+    let top = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut ran = 0;
+    for sub in SUBCOMMANDS {
+        let out = stdout(&lama(&[sub, "--help"], &[]));
+        let examples = out.split("\nExamples:\n").nth(1).unwrap_or_default();
+        let examples = examples.split("\nExit status:").next().unwrap_or_default();
+        for line in examples.lines().filter(|l| l.starts_with("  lama ")) {
+            // Those that need the user's file, a job, a launcher or a shell's quoting are read only.
+            if ["FILE", "--from-slurm", "lama check", "$", ">", "'"]
+                .iter()
+                .any(|w| line.contains(w))
+            {
+                continue;
+            }
+            let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+            let o = std::process::Command::new(env!("CARGO_BIN_EXE_lama"))
+                .args(&words)
+                .current_dir(top)
+                .output()
+                .expect("run lama");
+            assert!(
+                o.status.success(),
+                "{line}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            ran += 1;
+        }
+    }
+    assert!(ran >= 4, "only {ran} examples ran");
+}
+
+#[test]
+fn manual_pages_have_examples_exit_status_and_real_see_also() {
+    let dir = std::env::temp_dir().join(format!("lama-help-man-{}", std::process::id()));
+    let o = lama(&["generate", dir.to_str().expect("utf-8")], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let man1 = dir.join("man1");
+    let pages: Vec<String> = std::fs::read_dir(&man1)
+        .expect("man1")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    for p in &pages {
+        let text = std::fs::read_to_string(man1.join(p)).expect("page");
+        assert!(text.contains(".SH EXAMPLES"), "{p}");
+        assert!(!text.contains("lama\\-help"), "{p} names lama-help");
+        assert!(text.contains(".SH \"EXIT STATUS\""), "{p}");
+        assert!(text.contains(".SH \"SEE ALSO\""), "{p}");
+        // Every page SEE ALSO names exists (lama(1) once named a lama-help(1) that did not).
+        let see = text.split(".SH \"SEE ALSO\"").nth(1).unwrap_or_default();
+        for line in see.lines().filter(|l| l.starts_with(".BR ")) {
+            let mut w = line.split_whitespace().skip(1);
+            let (name, sec) = (w.next().unwrap_or(""), w.next().unwrap_or(""));
+            let sec = sec.trim_matches(|c| c == '(' || c == ')' || c == ',');
+            let file = dir
+                .join(format!("man{sec}"))
+                .join(format!("{}.{sec}", name.replace("\\-", "-")));
+            assert!(
+                file.exists(),
+                "{p}: SEE ALSO names {name}({sec}), which is not written"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
