@@ -25,6 +25,11 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// One line of someone else's text for a message: control characters escaped, cut if long.
+fn quote_line(s: &str) -> String {
+    lama::quote::cut(s).into_owned()
+}
+
 /// An environment variable's value; unset and empty are alike (as Slurm's own tools treat them).
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -52,6 +57,13 @@ enum Cmd {
     /// Write the manual pages and shell completions (for packagers).
     #[command(hide = true)]
     Generate(generate::GenerateArgs),
+    /// Load an XML topology with hwloc and exit (lama plan runs this to learn why hwloc refused
+    /// a file: hwloc says it on standard error).
+    #[command(hide = true)]
+    XmlReason {
+        /// The file.
+        file: std::path::PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -104,6 +116,10 @@ fn main() -> ExitCode {
         Cmd::Check(a) => check::run(a),
         Cmd::CheckProbe(a) => check::probe::run(a),
         Cmd::NodeReport(a) => plan::slurm_job::node_report(a),
+        Cmd::XmlReason { file } => match lama::NodeTopology::from_xml_file(&file) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(1),
+        },
         Cmd::Generate(a) => generate::run(a, examples::with_examples(Cli::command())),
     }
 }

@@ -250,3 +250,29 @@ fn plan_errors_name_plan_options() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("(--bind)") && !e.contains("--lama-"), "{e}");
 }
+
+#[test]
+fn a_bad_xml_names_its_line_and_reason() {
+    // An attribute without quotes on line 4: hwloc's parser (libxml2 on Debian) says where.
+    let dir = common::scratch("bad-xml");
+    let f = dir.join("bad.xml");
+    std::fs::write(
+        &f,
+        "<?xml version=\"1.0\"?>\n<topology>\n<object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\">\n<object type=\"PU\" os_index=\"0\" cpuset=0x1/>\n</object>\n</topology>\n",
+    )
+    .expect("write");
+    let o = lama(
+        &[
+            "plan",
+            "--topology",
+            f.to_str().expect("utf-8"),
+            "--map-by",
+            "core",
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("bad.xml") && e.contains("line 4"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+}

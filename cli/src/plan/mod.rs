@@ -236,6 +236,29 @@ fn fail(format: Format, kind: &str, message: &str, counts: Option<(usize, usize)
     ExitCode::from(if kind == "invalid-option" { 2 } else { 3 })
 }
 
+/// Why hwloc refused an XML file, in the words of its parser (`line 4: AttValue: " or '
+/// expected`): the file loaded again by `lama xml-reason` in a child process whose hwloc says
+/// (HWLOC_XML_VERBOSE), as hwloc writes the reason to standard error, not to its caller.
+fn xml_reason(path: &std::path::Path) -> Option<String> {
+    let me = std::env::current_exe().ok()?;
+    let out = std::process::Command::new(me)
+        .arg("xml-reason")
+        .arg(path)
+        .env("HWLOC_XML_VERBOSE", "1")
+        .output()
+        .ok()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    // libxml2: ":LINE: parser error : REASON"; hwloc's own checks: "...: REASON".
+    let first = err
+        .lines()
+        .find(|l| l.contains("error") || l.contains("hwloc/xml"))?;
+    let reason = match first.split_once(": parser error : ") {
+        Some((at, why)) => format!("line {}: {why}", at.trim_start_matches(':').trim()),
+        None => first.trim().to_string(),
+    };
+    Some(crate::quote_line(&reason))
+}
+
 enum Source {
     Xml(PathBuf),
     Synthetic(String),
@@ -323,6 +346,10 @@ fn load(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<Model>, String> {
         || a.mem.is_some();
     let mut models = Vec::new();
     for s in sources(a, m) {
+        let file = match &s {
+            Source::Xml(p) => Some(p.clone()),
+            _ => None,
+        };
         let (t, loc) = match s {
             Source::Xml(p) if devices => {
                 NodeTopology::from_xml_file_with_devices(&p, false).map(|(t, l)| (t, Some(l)))
@@ -334,7 +361,10 @@ fn load(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Vec<Model>, String> {
             }
             Source::ThisMachine => NodeTopology::this_machine().map(|t| (t, None)),
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match file.as_deref().and_then(xml_reason) {
+            Some(why) => format!("{e}: {why}"),
+            None => e.to_string(),
+        })?;
         let t = match &a.restrict {
             Some(list) => {
                 // A CPU the node lacks is a typo to say, not a CPU to drop in silence.
