@@ -50,4 +50,6 @@ picture() {
 picture intel-2x8x2-nics-gpus 8 --topology "$topo/32em64t-2n8c2t-pci-normalio.xml" --map sbnch --bind 2c --nics 1 --gpus 1
 picture sgi-uv-384 48 --topology "$topo/192em64t-12gr2n8c2t.xml" --map scbnh --bind 1c --nics 1
 picture two-pus 2 --synthetic "pack:1 core:1 pu:2" --map hcsbn --bind 1h
+# The automatic policy's plan, as most users run it (refused before issue 75).
+picture policy-intel-gpus 4 --topology "$topo/32em64t-2n8c2t-pci-normalio.xml" --policy auto
 echo "# done: pictures.sh"

@@ -276,3 +276,33 @@ fn a_bad_xml_names_its_line_and_reason() {
     assert!(e.contains("bad.xml") && e.contains("line 4"), "{e}");
     assert_eq!(e.trim().lines().count(), 1, "{e}");
 }
+
+#[test]
+fn the_policy_draws_as_svg() {
+    // Four ranks of the automatic policy on the 2x8x2 Intel with its two GPUs: a picture with
+    // the four ranks in its legend and the GPUs they use.
+    let o = lama(
+        &[
+            "plan",
+            "--topology",
+            &topo("32em64t-2n8c2t-pci-normalio.xml"),
+            "--policy",
+            "auto",
+            "--np",
+            "4",
+            "--format",
+            "svg",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = stdout(&o);
+    assert!(svg.starts_with("<svg"));
+    for r in 0..4 {
+        assert!(
+            svg.contains(&format!("rank {r}")),
+            "rank {r} missing from the legend"
+        );
+    }
+    assert!(svg.contains("cuda0"), "the GPU the ranks use is drawn");
+}

@@ -89,12 +89,6 @@ pub fn render(
     threads: Option<(Threads, ProcBind)>,
     (hosts, usable): (&[String], &[Vec<u32>]),
 ) -> Result<String, (String, String)> {
-    if a.format == PlanFormat::Svg {
-        return Err((
-            "invalid-option".into(),
-            "--policy auto prints text, json or an MPI launcher's format (--format svg draws expert maps only)".into(),
-        ));
-    }
     let nodes: Vec<&NodeTopology> = per_node.iter().map(|&i| &models[i].0).collect();
     let domains = |t: &NodeTopology| lama::policy::domains(t).len();
     let np =
@@ -166,6 +160,23 @@ pub fn render(
     let gpu_names = |n: usize, g: &[usize]| -> Vec<String> {
         g.iter().filter_map(|&d| names[n].get(d).cloned()).collect()
     };
+    if a.format == PlanFormat::Svg {
+        // Each node's ranks with their CPUs, and each rank's GPUs, drawn as a map's are.
+        let mut by_node: Vec<Vec<(usize, Vec<u32>)>> = vec![Vec::new(); plans.len()];
+        let mut gpus_of: Vec<Vec<String>> = vec![Vec::new(); by_rank.len()];
+        for (n, p) in plans.iter().enumerate() {
+            for (t, g) in p.placed.tasks.iter().zip(&p.placed.gpus) {
+                by_node[n].push((t.rank as usize, t.cpus.clone()));
+                if let Some(slot) = gpus_of.get_mut(t.rank as usize) {
+                    *slot = gpu_names(n, g);
+                }
+            }
+        }
+        let drawings = super::output::drawings_of(&nodes, models, per_node, &by_node, |r| {
+            gpus_of.get(r).cloned().unwrap_or_default()
+        });
+        return Ok(crate::svg::svg(&drawings));
+    }
     if a.format == PlanFormat::Json {
         let mut ranks = Vec::new();
         for (n, p) in plans.iter().enumerate() {

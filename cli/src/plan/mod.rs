@@ -496,8 +496,8 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         a.cpus_per_task = crate::env("SLURM_CPUS_PER_TASK").and_then(|n| n.trim().parse().ok());
     }
     // No placement option: lama's one default, the automatic policy, as lama exec and a site's
-    // policy=auto place (svg draws maps only, and devices asked for by count need a map: those
-    // keep the expert default map).
+    // policy=auto place (devices asked for by count need a map: those keep the expert default
+    // map).
     let chosen = a.map.is_some()
         || a.bind.is_some()
         || a.mppr.is_some()
@@ -507,7 +507,6 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         || a.rank_by.is_some()
         || a.policy.is_some();
     if !chosen
-        && a.format != PlanFormat::Svg
         && a.gpus == 0
         && a.nics == 0
         && a.slurm_hostfile.is_none()

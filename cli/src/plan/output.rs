@@ -25,7 +25,27 @@ pub(super) fn drawings<'a>(
     per_node: &[usize],
     devices: Option<&[RankDevices]>,
 ) -> Vec<svg::Drawing<'a>> {
-    let by_node = ranks_by_node(p, nodes.len());
+    let by_node: Vec<Vec<(usize, Vec<u32>)>> = ranks_by_node(p, nodes.len())
+        .into_iter()
+        .map(|rs| rs.into_iter().map(|r| (r, p.cpus(r, nodes))).collect())
+        .collect();
+    let names = |r: usize| -> Vec<String> {
+        devices
+            .map(|d| d[r].0.iter().chain(&d[r].1).cloned().collect())
+            .unwrap_or_default()
+    };
+    drawings_of(nodes, models, per_node, &by_node, names)
+}
+
+/// [`drawings`] from each node's ranks with their CPUs, and each rank's devices by name (the
+/// automatic policy's plans draw through here too).
+pub(super) fn drawings_of<'a>(
+    nodes: &[&'a NodeTopology],
+    models: &[Model],
+    per_node: &[usize],
+    by_node: &[Vec<(usize, Vec<u32>)>],
+    devices_of: impl Fn(usize) -> Vec<String>,
+) -> Vec<svg::Drawing<'a>> {
     let mut out = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
     for n in 0..nodes.len() {
@@ -34,24 +54,22 @@ pub(super) fn drawings<'a>(
             continue;
         }
         seen.push(shape);
-        let same: Vec<usize> = (0..nodes.len())
+        let same = (0..nodes.len())
             .filter(|&m| nodes[m].name() == shape)
-            .collect();
+            .count();
         let loc = &models[per_node[n]].1;
-        let ranks: Vec<(usize, Vec<u32>)> =
-            by_node[n].iter().map(|&r| (r, p.cpus(r, nodes))).collect();
+        let ranks = by_node[n].clone();
         let mut used: Vec<(String, Vec<u32>, Vec<usize>)> = Vec::new();
-        if let (Some(devs), Some(loc)) = (devices, loc) {
-            for &r in &by_node[n] {
-                let (nics, gpus) = &devs[r];
-                for name in nics.iter().chain(gpus) {
-                    match used.iter_mut().find(|u| &u.0 == name) {
+        if let Some(loc) = loc {
+            for &(r, _) in &by_node[n] {
+                for name in devices_of(r) {
+                    match used.iter_mut().find(|u| u.0 == name) {
                         Some(u) => u.2.push(r),
                         None => {
                             let cpus = loc
                                 .devices()
                                 .iter()
-                                .find(|d| &d.name == name)
+                                .find(|d| d.name == name)
                                 .map(|d| {
                                     let mut cpus = loc
                                         .place(d.place)
@@ -61,13 +79,13 @@ pub(super) fn drawings<'a>(
                                     cpus
                                 })
                                 .unwrap_or_default();
-                            used.push((name.clone(), cpus, vec![r]));
+                            used.push((name, cpus, vec![r]));
                         }
                     }
                 }
             }
         }
-        let more = match same.len() {
+        let more = match same {
             1 => String::new(),
             k => format!("; {} more node(s) of this shape", k - 1),
         };
