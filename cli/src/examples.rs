@@ -39,6 +39,15 @@ pub const PAGES: &[Page] = &[
         exit: &[("0", "the plan was printed"), ("2", "an invalid option"), ("3", "the plan cannot be made (placement, devices, threads, files, --from-slurm)")],
     },
     Page {
+        name: "explain",
+        examples: &[
+            ("lama explain --topology tests/topologies/32em64t-2n8c2t-pci-normalio.xml --np 4 --map-by package", "Open MPI's --map-by package in words, every default named, then on that node"),
+            ("lama explain --topology tests/topologies/32em64t-2n8c2t-pci-normalio.xml --np 4 --map csbnh --bind 2c", "what a map string's letters and a binding mean, then the ranks"),
+            ("lama explain --topology tests/topologies/power8gpudistances.xml --np 4 --policy auto", "the automatic policy's rules, then its choice on a GPU node"),
+        ],
+        exit: &[("0", "explained and shown"), ("2", "an invalid option"), ("3", "the placement cannot be made (its words are still said)")],
+    },
+    Page {
         name: "exec",
         examples: &[
             ("mpirun -n 8 lama exec --map-by package -- ./app", "each Open MPI rank places and binds itself"),

@@ -7,6 +7,7 @@ mod affinity;
 mod check;
 mod examples;
 mod exec;
+mod explain;
 mod generate;
 mod hostfile;
 mod plan;
@@ -39,6 +40,9 @@ fn env(name: &str) -> Option<String> {
 enum Cmd {
     /// Preview a whole-job placement on given or real topologies.
     Plan(Box<plan::PlanArgs>),
+    /// Say in plain words what a placement request means, then show it on a node (lama plan's
+    /// options; default node: this machine).
+    Explain(Box<plan::PlanArgs>),
     /// Run a command as its node's rank under any launcher (mpirun, mpiexec, torchrun, PALS,
     /// Flux or srun without the plugin): placed as the plugin would, bound, then run.
     Exec(Box<exec::ExecArgs>),
@@ -109,6 +113,10 @@ fn main() -> ExitCode {
         Cmd::Plan(a) => {
             let sub = matches.subcommand_matches("plan");
             plan::run(*a, sub)
+        }
+        Cmd::Explain(a) => {
+            let sub = matches.subcommand_matches("explain");
+            explain::run(*a, sub)
         }
         Cmd::Exec(a) => exec::run(*a),
         Cmd::Taskmap(a) => taskmap::run(a),

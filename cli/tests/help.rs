@@ -6,7 +6,7 @@ mod common;
 
 use common::{lama, stdout};
 
-const SUBCOMMANDS: [&str; 5] = ["plan", "exec", "taskmap", "hostfile", "check"];
+const SUBCOMMANDS: [&str; 6] = ["plan", "explain", "exec", "taskmap", "hostfile", "check"];
 
 #[test]
 fn every_help_ends_with_examples_and_exit_statuses() {
@@ -86,4 +86,56 @@ fn manual_pages_have_examples_exit_status_and_real_see_also() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn explain_says_what_a_request_means_then_shows_it() {
+    let t = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/topologies/32em64t-2n8c2t-pci-normalio.xml"
+    );
+    let o = lama(
+        &[
+            "explain",
+            "--topology",
+            t,
+            "--np",
+            "4",
+            "--map-by",
+            "package",
+        ],
+        &[],
+    );
+    assert!(o.status.success());
+    let out = stdout(&o);
+    // Open MPI's defaults for --map-by package, named: binding to the package, fill ranking.
+    assert!(
+        out.contains("bind-to package") && out.contains("rank-by fill"),
+        "{out}"
+    );
+    assert!(out.contains("  rank 3 "), "the plan follows: {out}");
+    let o = lama(
+        &[
+            "explain",
+            "--topology",
+            t,
+            "--np",
+            "4",
+            "--map",
+            "csbnh",
+            "--bind",
+            "2c",
+        ],
+        &[],
+    );
+    let out = stdout(&o);
+    assert!(
+        out.contains("leftmost turning fastest") && out.contains("2 neighbouring cores"),
+        "{out}"
+    );
+    let o = lama(&["explain", "--topology", t, "--np", "2"], &[]);
+    assert!(
+        stdout(&o).starts_with("The automatic policy"),
+        "no option: the policy is explained"
+    );
 }

@@ -298,6 +298,26 @@ fn sources(a: &PlanArgs, m: Option<&ArgMatches>) -> Vec<Source> {
     v
 }
 
+impl PlanArgs {
+    /// Whether the automatic policy places this plan: asked for, or no placement option given
+    /// (lama's one default, as lama exec's; devices asked for by count need a map).
+    pub fn is_policy(&self) -> bool {
+        let chosen = self.map.is_some()
+            || self.bind.is_some()
+            || self.mppr.is_some()
+            || self.order.is_some()
+            || self.map_by.is_some()
+            || self.bind_to.is_some()
+            || self.rank_by.is_some();
+        self.policy.is_some()
+            || (!chosen && self.gpus == 0 && self.nics == 0 && self.slurm_hostfile.is_none())
+    }
+    /// `--np`, else `default`.
+    pub fn np_or(&self, default: usize) -> usize {
+        self.np.unwrap_or(default)
+    }
+}
+
 pub fn request(a: &PlanArgs) -> Result<Request, String> {
     let expert = a.map.is_some() || a.bind.is_some() || a.mppr.is_some() || a.order.is_some();
     let simple = a.map_by.is_some() || a.bind_to.is_some() || a.rank_by.is_some();
@@ -498,19 +518,7 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
     // No placement option: lama's one default, the automatic policy, as lama exec and a site's
     // policy=auto place (devices asked for by count need a map: those keep the expert default
     // map).
-    let chosen = a.map.is_some()
-        || a.bind.is_some()
-        || a.mppr.is_some()
-        || a.order.is_some()
-        || a.map_by.is_some()
-        || a.bind_to.is_some()
-        || a.rank_by.is_some()
-        || a.policy.is_some();
-    if !chosen
-        && a.gpus == 0
-        && a.nics == 0
-        && a.slurm_hostfile.is_none()
-    {
+    if a.policy.is_none() && a.is_policy() {
         a.policy = Some("auto".into());
         a.default_policy = true;
     }
