@@ -42,7 +42,9 @@ sabotaged() {
   "$@" >"$out" 2>&1
   total=$(tally "$out"); rc=$?
   first=$(grep -m1 '^not ok - ' "$out" | cut -c1-300)
-  if [ $rc != 0 ] && [ -n "$first" ] && recap "$out" | grep -qxF "#   $first"; then
+  # grep reads the whole recap (no -q): with pipefail, a grep that quits at its match can kill
+  # recap with SIGPIPE, and the pipeline fails though the line was there (a flaky verdict).
+  if [ $rc != 0 ] && [ -n "$first" ] && recap "$out" | grep -xF "#   $first" >/dev/null; then
     ok "sabotage caught: $name ($total; $(grep -m1 '^not ok - ' "$out" | cut -c1-120))"
   else not_ok "sabotage not caught: $name (totals: $total, exit $rc)" "$(cat "$out")"; fi
 }
@@ -70,7 +72,7 @@ not_ok "a failing check" "why it failed"
 done_testing
 EOF
 suite "$work/evidence.sh" >"$work/evidence.log" 2>&1
-if recap "$work/evidence.log" | grep -qxF '#     #   why it failed'; then
+if recap "$work/evidence.log" | grep -xF '#     #   why it failed' >/dev/null; then
   ok "a failure's recap carries its evidence: the run's tail says why, not only what"
 else not_ok "a failure's recap without its evidence" "$(recap "$work/evidence.log")"; fi
 

@@ -52,8 +52,10 @@ fluxso=$(grep '/lama/flux-lama\.so$' "$work/files")
 if [ -n "$fluxso" ] && [ -f "$luad" ] && ! grep -qv '^--' "$luad" && grep -q "^-- plugin.load { file = \"$fluxso\"" "$luad"; then
   ok "the Flux shell plugin is installed as $fluxso, with its lua.d file commented out (nothing enabled)"
 else not_ok "Flux plugin and lua.d file" "plugin: $fluxso" "$(cat "$luad" 2>&1)"; fi
-if MANPAGER=cat MANWIDTH=100 man lama-spank 2>/dev/null | grep -q -- '--lama-threads' \
-  && MANPAGER=cat man lama-plan 2>/dev/null | grep -q -- '--synthetic' \
+# grep without -q reads all of man's output: with pipefail, one that quits early can kill man
+# with SIGPIPE and fail the check though the word was there.
+if MANPAGER=cat MANWIDTH=100 man lama-spank 2>/dev/null | grep -- '--lama-threads' >/dev/null \
+  && MANPAGER=cat man lama-plan 2>/dev/null | grep -- '--synthetic' >/dev/null \
   && [ -f /usr/share/bash-completion/completions/lama ] && [ -f /usr/share/zsh/vendor-completions/_lama ]; then
   ok "man lama-spank and man lama-plan work; bash and zsh completions installed"
 else not_ok "manual pages or completions" "$(MANPAGER=cat man lama-spank 2>&1 | head -5)"; fi

@@ -382,7 +382,7 @@ follow_case() {
 follow=("--gres=gpu:4 --gpu-bind=closest" "--gres=gpu:4 --ntasks-per-gpu=1" "--gres=gpu:4 --gpu-bind=map_gpu:0,2,1,3"
   "--gres=gpu:4 --gpu-bind=mask_gpu:0x4,0x1,0x8,0x2" "--gpus-per-task=1")
 # --tres-bind came with Slurm 23.11.
-if srun --help 2>&1 | grep -q -- --tres-bind; then follow+=("--gres=gpu:4 --tres-bind=gres/gpu:map:3,1,2,0"); fi
+if srun --help 2>&1 | grep -- --tres-bind >/dev/null; then follow+=("--gres=gpu:4 --tres-bind=gres/gpu:map:3,1,2,0"); fi
 # Another job holds GPU 0, so the step gets GPUs 1 and 2, one on each package.
 hog=$(sbatch --parsable -o /dev/null -n1 -c2 --gres=gpu:1 --wrap 'sleep 600')
 for _ in $(seq 100); do [ "$(squeue -h -j "$hog" -o %T)" = RUNNING ] && break; sleep 0.5; done

@@ -333,7 +333,7 @@ if [ "$(grep -c '^g ' <<<"$out")" = 2 ] && [ -z "$bad" ] && [ "$(awk '$1 == "g" 
 else not_ok "--gpus-per-socket=1 with --lama-gpus=1" "$bad" "$out"; fi
 # Slurm's GPU binding task by task in its other spellings: refused beside --lama-gpus, in srun.
 # (--tres-bind came with Slurm 23.11: 22.05's srun does not know it.)
-if srun --help 2>&1 | grep -q -- --tres-bind; then
+if srun --help 2>&1 | grep -- --tres-bind >/dev/null; then
   refused "--tres-bind=gres/gpu:closest beside --lama-gpus" "Slurm binds GPUs task by task" \
     -N1 -w n1 -n2 --gres=gpu:2 --tres-bind=gres/gpu:closest --lama-gpus=1
 else skip "--tres-bind beside --lama-gpus: Slurm $release has no --tres-bind (it came with 23.11)"; fi
