@@ -365,6 +365,23 @@ impl Mapper<'_> {
         }
     }
 
+    /// Up to `want` ranks on node `n` for the slot and node mappers: how many the node took
+    /// (`None` when it takes none). A rank that cannot be bound there moves on to the next node,
+    /// as in PRRTE, and the node is left once full.
+    fn on_node(&mut self, n: usize, want: usize) -> Option<usize> {
+        let bind = self.bind_for(n, want, want);
+        let (take, mut target) = self.check_avail(n, None, want, None, bind)?;
+        for _ in 0..take {
+            if self.procs.len() >= self.np
+                || self.add(n, None, bind, &mut target).is_err()
+                || self.full(n)
+            {
+                break;
+            }
+        }
+        Some(take)
+    }
+
     fn by_slot(&mut self) -> Result<(), PlacementError> {
         let nn = self.nodes.len();
         let (mut second, mut extra, mut nxtra) = (false, 0usize, 0usize);
@@ -388,19 +405,7 @@ impl Mapper<'_> {
                 if !self.r.oversubscribe {
                     want = want.min(slots_free);
                 }
-                let bind = self.bind_for(n, want, want);
-                let Some((take, mut target)) = self.check_avail(n, None, want, None, bind) else {
-                    continue;
-                };
-                for _ in 0..take {
-                    if self.procs.len() >= self.np {
-                        break;
-                    }
-                    // A rank that cannot be bound here moves on to the next node, as in PRRTE.
-                    if self.add(n, None, bind, &mut target).is_err() || self.full(n) {
-                        break;
-                    }
-                }
+                self.on_node(n, want);
                 if self.procs.len() == self.np {
                     return Ok(());
                 }
@@ -431,18 +436,8 @@ impl Mapper<'_> {
                 if !self.r.oversubscribe {
                     want = want.min(slots_free);
                 }
-                let bind = self.bind_for(n, want, want);
-                let Some((take, mut target)) = self.check_avail(n, None, want, None, bind) else {
-                    continue;
-                };
-                want = take;
-                for _ in 0..take {
-                    if self.procs.len() >= self.np {
-                        break;
-                    }
-                    if self.add(n, None, bind, &mut target).is_err() || self.full(n) {
-                        break;
-                    }
+                if let Some(take) = self.on_node(n, want) {
+                    want = take;
                 }
                 if self.procs.len() == self.np {
                     return Ok(());
