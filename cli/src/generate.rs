@@ -3,7 +3,8 @@
 //! accepts. Used by `contrib/package.sh`; hidden from `lama --help`.
 //!
 //! Writes `DIR/man1/lama.1`, `lama-plan.1`, `lama-taskmap.1`, `lama-hostfile.1`,
-//! `DIR/man8/lama-spank.8`, `DIR/completions/lama.bash` and `DIR/completions/_lama` (zsh).
+//! `DIR/man8/lama-spank.8`, `DIR/completions/lama.bash`, `DIR/completions/_lama` (zsh) and
+//! `DIR/plugstack.conf.example` (the repository's copy is checked against it).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -58,6 +59,51 @@ pub fn spank_page() -> String {
         .replace("@OPTIONS@\n", &options)
         .replace("@SETTINGS@\n", &settings)
         .replace("@VERSION@", env!("CARGO_PKG_VERSION"))
+}
+
+/// `plugstack.conf.example`: every argument the plugin reads, from the table it parses them
+/// with, each described once, wrapped to fit 100 columns (the repository's copy is checked
+/// against this).
+pub fn plugstack_example() -> String {
+    let mut s = String::from(
+        "# plugstack.conf for the lama SPANK plugin: every argument it reads (made by `lama generate`
+# from the plugin's own table; docs/reference.md describes each, docs/admin-guide.md installs it).
+#
+# \"required\": if the plugin cannot load, no step starts (\"optional\" runs steps without it).
+# Arguments are key=value words; a bad one fails every srun with a message naming it, once.
+# The plugin's path is Debian's Slurm plugin directory, where the package installs it.
+#
+",
+    );
+    for st in SETTINGS {
+        let head = format!("#   {}={}", st.key, st.value);
+        let mut line = if head.len() < 32 {
+            format!("{head:<32}")
+        } else {
+            s.push_str(&head);
+            s.push('\n');
+            format!("#{:31}", "")
+        };
+        for word in st.meaning.split_whitespace() {
+            if line.len() + 1 + word.len() > 100 && line.len() > 36 {
+                s.push_str(line.trim_end());
+                s.push('\n');
+                line = format!("#{:31}", "");
+            }
+            line.push(' ');
+            line.push_str(word);
+        }
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
+    s.push_str(
+        "#
+# Users turn the plugin off for one step with --lama-off.
+
+required /usr/lib/x86_64-linux-gnu/slurm-wlm/lama.so apply=requested taskmap=yes
+",
+    );
+    s
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
@@ -143,6 +189,10 @@ pub fn run(a: GenerateArgs, mut cmd: Command) -> ExitCode {
             )?;
         }
         write(&a.dir.join("man8/lama-spank.8"), spank_page().as_bytes())?;
+        write(
+            &a.dir.join("plugstack.conf.example"),
+            plugstack_example().as_bytes(),
+        )?;
         for (shell, file) in [
             (clap_complete::Shell::Bash, "lama.bash"),
             (clap_complete::Shell::Zsh, "_lama"),

@@ -139,3 +139,38 @@ fn explain_says_what_a_request_means_then_shows_it() {
         "no option: the policy is explained"
     );
 }
+
+#[test]
+fn plugstack_example_lists_every_argument_as_the_plugin_reads_them() {
+    // The repository's example is what `lama generate` makes from the plugin's argument table:
+    // every argument, each described once (it once lacked policy=, mem=, threads= and more).
+    let dir = std::env::temp_dir().join(format!("lama-help-plugstack-{}", std::process::id()));
+    let o = lama(&["generate", dir.to_str().expect("utf-8")], &[]);
+    assert!(o.status.success());
+    let made = std::fs::read_to_string(dir.join("plugstack.conf.example")).expect("made");
+    let kept = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../plugstack.conf.example"
+    ))
+    .expect("kept");
+    assert_eq!(
+        kept, made,
+        "plugstack.conf.example differs from `lama generate`'s: copy it over"
+    );
+    for key in [
+        "policy=",
+        "mem=",
+        "threads=",
+        "omp-bind=",
+        "omp-override=",
+        "gpu-visibility=",
+        "init-failure=",
+    ] {
+        assert!(kept.contains(&format!("#   {key}")), "{key} missing");
+    }
+    assert!(
+        kept.lines().all(|l| l.len() <= 100),
+        "a line over 100 columns"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
