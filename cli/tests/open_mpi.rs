@@ -306,3 +306,26 @@ fn the_policy_draws_as_svg() {
     }
     assert!(svg.contains("cuda0"), "the GPU the ranks use is drawn");
 }
+
+#[test]
+fn text_fits_100_columns_unless_wide() {
+    // 192em64t: 24 NUMA domains of 8 cores; four ranks of 48 threads each make lines of ~950
+    // columns when whole.
+    let args = [
+        "plan",
+        "--topology",
+        &topo("192em64t-12gr2n8c2t.xml"),
+        "--np",
+        "4",
+        "--policy",
+        "auto",
+    ];
+    let out = stdout(&lama(&args, &[]));
+    assert!(out.lines().all(|l| l.chars().count() <= 100), "{out}");
+    assert!(out.contains("… (48 places)"), "{out}");
+    let mut wide = args.to_vec();
+    wide.push("--wide");
+    let out = stdout(&lama(&wide, &[]));
+    assert!(out.lines().any(|l| l.chars().count() > 100));
+    assert!(out.contains("{46},{47}"), "--wide keeps every place");
+}

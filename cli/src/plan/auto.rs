@@ -219,10 +219,14 @@ pub fn render(
     // Ranks in the order rank_memory was given them.
     let mut k = 0;
     for (n, p) in plans.iter().enumerate() {
-        s.push_str(&format!(
-            "node {n} ({}): {}\n",
-            nodes[n].name(),
-            p.placed.summary
+        s.push_str(&super::output::wrap(
+            &format!(
+                "node {n} ({}): {}",
+                nodes[n].name(),
+                lama::exec::exec_words(&p.placed.summary)
+            ),
+            2,
+            a.wide,
         ));
         s.push_str(&borrowed_memory(nodes[n], models[per_node[n]].1.as_ref()));
         if let Some(c) = p.places.iter().find(|c| c.extra > 0) {
@@ -242,14 +246,17 @@ pub fn render(
             let omp = &p.places[i];
             let mem = mem_of(k).map(super::memory::text).unwrap_or_default();
             k += 1;
-            s.push_str(&format!(
-                "  rank {:>width$}  {}  cpus {}  gpus {gpus}  threads {} {} places {}{mem}\n",
-                t.rank,
+            s.push_str(&super::output::rank_line(
+                (t.rank as usize, width),
                 t.picture.as_deref().unwrap_or_default(),
-                format_list(&t.cpus),
-                omp.threads(),
-                omp.bind.name(),
-                omp.omp_places()
+                &format!(
+                    "cpus {}  gpus {gpus}  threads {} {} places {}{mem}",
+                    format_list(&t.cpus),
+                    omp.threads(),
+                    omp.bind.name(),
+                    omp.omp_places()
+                ),
+                a.wide,
             ));
         }
     }

@@ -121,6 +121,10 @@ pub struct PlanArgs {
     #[arg(long, value_name = "auto", value_parser = ["auto"],
           conflicts_with_all = ["map", "bind", "mppr", "order", "map_by", "bind_to", "rank_by", "gpus", "nics", "slurm_hostfile"])]
     policy: Option<String>,
+    /// Text: every line whole, however long (default: lines fit 100 columns, long lists are
+    /// shortened and pictures wrapped).
+    #[arg(long)]
+    pub wide: bool,
     /// The policy was chosen because no placement option was given (said in the output).
     #[arg(skip)]
     pub default_policy: bool,
@@ -618,6 +622,7 @@ pub fn run(mut a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
         None => None,
     };
     let extra = Extra {
+        wide: a.wide,
         devices: devices.as_deref(),
         places: places.as_deref(),
         mems: mems.as_deref(),

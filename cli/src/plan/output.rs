@@ -9,8 +9,106 @@ use serde_json::{json, Value};
 use super::{ranks_by_node, Model, RankDevices};
 use crate::svg;
 
+/// Text lines fit this many columns unless `--wide`.
+pub(super) const COLUMNS: usize = 100;
+
+/// A rank's text: `  rank R  PICTURE  REST` on one line when it fits [`COLUMNS`] (or `wide`);
+/// else the rank and REST first, its OpenMP places shortened to fit (`… (N places)`), then the
+/// picture below, its packages wrapped over as many lines as they need.
+pub(super) fn rank_line(
+    (r, width): (usize, usize),
+    picture: &str,
+    rest: &str,
+    wide: bool,
+) -> String {
+    let full = format!("  rank {r:>width$}  {picture}  {rest}");
+    if wide || full.chars().count() <= COLUMNS {
+        return full + "\n";
+    }
+    let head = format!("  rank {r:>width$}  ");
+    let mut out = head.clone() + &shorten_places(rest, COLUMNS - head.len());
+    out.push('\n');
+    let indent = " ".repeat(head.len());
+    let room = COLUMNS - indent.len();
+    let mut line = String::new();
+    for group in picture.split_inclusive(']') {
+        let group: String = if group.chars().count() > room {
+            group.chars().take(room - 2).chain("…]".chars()).collect()
+        } else {
+            group.to_string()
+        };
+        if !line.is_empty() && line.chars().count() + group.chars().count() > room {
+            out.push_str(&format!("{indent}{line}\n"));
+            line.clear();
+        }
+        line.push_str(&group);
+    }
+    if !line.is_empty() {
+        out.push_str(&format!("{indent}{line}\n"));
+    }
+    out
+}
+
+/// `text` wrapped at spaces to [`COLUMNS`], continuation lines indented by `indent` spaces;
+/// as it is with `wide`. Ends with a newline.
+pub(super) fn wrap(text: &str, indent: usize, wide: bool) -> String {
+    if wide || text.chars().count() <= COLUMNS {
+        return format!("{text}\n");
+    }
+    let lead = text.len() - text.trim_start().len();
+    let mut out = String::new();
+    let mut line = text[..lead].to_string();
+    let mut empty = true;
+    for word in text[lead..].split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > COLUMNS {
+            out.push_str(&line);
+            out.push('\n');
+            line = " ".repeat(indent);
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
+/// `rest` with its `places {..},{..}` list cut to fit `room` columns, the count said.
+fn shorten_places(rest: &str, room: usize) -> String {
+    let Some(at) = rest.find(" places ") else {
+        return rest.to_string();
+    };
+    let start = at + " places ".len();
+    let end = rest[start..].find("  ").map_or(rest.len(), |e| start + e);
+    let (before, places, after) = (&rest[..start], &rest[start..end], &rest[end..]);
+    if rest.chars().count() <= room {
+        return rest.to_string();
+    }
+    let all: Vec<&str> = places.split("},").collect();
+    let mut kept = String::new();
+    for (i, p) in all.iter().enumerate() {
+        let piece = if i + 1 < all.len() {
+            format!("{p}}},")
+        } else {
+            p.to_string()
+        };
+        let tail = format!("… ({} places)", all.len());
+        if before.len() + kept.len() + piece.len() + tail.len() + after.len() > room && i > 0 {
+            return format!("{before}{kept}{tail}{after}");
+        }
+        kept.push_str(&piece);
+    }
+    format!("{before}{kept}{after}")
+}
+
 /// What ranks get besides CPUs, when asked for.
 pub(super) struct Extra<'a> {
+    /// Every line whole, however long (`--wide`).
+    pub(super) wide: bool,
     pub(super) devices: Option<&'a [RankDevices]>,
     pub(super) places: Option<&'a [ThreadPlan]>,
     pub(super) mems: Option<&'a [super::memory::RankMemory]>,
@@ -218,9 +316,11 @@ fn to_text_body(p: &Plan, nodes: &[&NodeTopology], extra: &Extra) -> String {
                 .mems
                 .map(|m| super::memory::text(&m[r]))
                 .unwrap_or_default();
-            s.push_str(&format!(
-                "  rank {r:>width$}  {}  cpus {cpus}{dev}{omp}{mem}\n",
-                nodes[n].picture(p.placements()[r].span)
+            s.push_str(&rank_line(
+                (r, width),
+                &nodes[n].picture(p.placements()[r].span),
+                &format!("cpus {cpus}{dev}{omp}{mem}"),
+                extra.wide,
             ));
         }
     }
