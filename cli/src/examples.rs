@@ -25,7 +25,7 @@ pub const PAGES: &[Page] = &[
             ("srun -n8 --lama-policy=auto --lama-verbose ./app", "run under Slurm with the plugin, each task's binding said"),
             ("lama check --jobid 1234", "where a running job's tasks really run, and what is wrong"),
         ],
-        exit: &[("0", "success"), ("2", "an invalid option (every subcommand)"), ("other", "as each subcommand's page says")],
+        exit: &[("0", "done; nothing to report"), ("1", "the answer is no: a placement refused, a layout unsatisfiable, a query unanswerable, findings"), ("2", "usage: an invalid option, value or file"), ("3", "nothing to ask: no running job, no Slurm"), ("exec", "lama exec returns its COMMAND's status; before COMMAND runs, 2 when its rank cannot be placed, 126 and 127 as env(1)")],
     },
     Page {
         name: "plan",
@@ -36,7 +36,7 @@ pub const PAGES: &[Page] = &[
             ("lama plan --topology tests/topologies/power8gpudistances.xml --policy auto --np 4 --format json", "the automatic policy with GPUs, as JSON"),
             ("lama plan --from-slurm --format rankfile > rf", "inside an allocation: an Open MPI rankfile for mpirun"),
         ],
-        exit: &[("0", "the plan was printed"), ("2", "an invalid option"), ("3", "the plan cannot be made (placement, devices, threads, files, --from-slurm)")],
+        exit: &[("0", "the plan was printed"), ("1", "the plan cannot be made (placement, devices, threads, memory)"), ("2", "an invalid option or file"), ("3", "--from-slurm found no job or Slurm to ask")],
     },
     Page {
         name: "explain",
@@ -45,7 +45,7 @@ pub const PAGES: &[Page] = &[
             ("lama explain --topology tests/topologies/32em64t-2n8c2t-pci-normalio.xml --np 4 --map csbnh --bind 2c", "what a map string's letters and a binding mean, then the ranks"),
             ("lama explain --topology tests/topologies/power8gpudistances.xml --np 4 --policy auto", "the automatic policy's rules, then its choice on a GPU node"),
         ],
-        exit: &[("0", "explained and shown"), ("2", "an invalid option"), ("3", "the placement cannot be made (its words are still said)")],
+        exit: &[("0", "explained and shown"), ("1", "the placement cannot be made (its words are still said)"), ("2", "an invalid option or file")],
     },
     Page {
         name: "exec",
@@ -71,7 +71,7 @@ pub const PAGES: &[Page] = &[
             ("lama hostfile --nodelist 'n[1-4]' --host '+n0,+n1,+e:2' > hosts", "relative host indexes to a SLURM_HOSTFILE: nodes 0 and 1, then two empty ones"),
             ("SLURM_HOSTFILE=hosts srun -m arbitrary -n4 ./app", "then run the layout"),
         ],
-        exit: &[("0", "the host file was printed"), ("2", "an invalid layout or allocation"), ("3", "the layout cannot be satisfied")],
+        exit: &[("0", "the host file was printed"), ("1", "the layout cannot be satisfied"), ("2", "an invalid layout or allocation")],
     },
     Page {
         name: "check",
@@ -80,7 +80,7 @@ pub const PAGES: &[Page] = &[
             ("lama check", "inside an allocation: the job it runs in"),
             ("lama check --jobid 1234 --format json", "the same for scripts"),
         ],
-        exit: &[("0", "nothing found"), ("1", "findings"), ("2", "the job could not be checked (not running, another user's, no step, no Slurm)")],
+        exit: &[("0", "nothing found"), ("1", "findings"), ("2", "an invalid option"), ("3", "nothing to check: no such running job of yours, no step, no Slurm to ask")],
     },
 ];
 

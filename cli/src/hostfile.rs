@@ -130,7 +130,7 @@ pub fn run(a: HostfileArgs) -> ExitCode {
                 print_json_error(kind, &message, None);
             }
             eprintln!("lama hostfile: {message}");
-            ExitCode::from(if kind == "unsatisfiable" { 3 } else { 2 })
+            ExitCode::from(if kind == "unsatisfiable" { 1 } else { 2 })
         }
     }
 }

@@ -89,22 +89,22 @@ fn hostfile_errors_name_the_entry_and_exit_non_zero() {
     let cases: [(Vec<&str>, i32, &str); 7] = [
         (
             vec!["--host", "+n3"],
-            3,
+            1,
             "'+n3': the allocation has 3 node(s), so valid indexes are +n0 to +n2",
         ),
         (
             vec!["--host", "+n0,+e:3"],
-            3,
+            1,
             "asks for 3 empty node(s), but only 2",
         ),
         (
             vec!["--host", "n9"],
-            3,
+            1,
             "host 'n9' is not in the allocation (n1, n2, n3)",
         ),
         (
             vec!["--host", "+n0", "--np", "3"],
-            3,
+            1,
             "3 task(s) asked for, but the layout's entries have 2 slot(s)",
         ),
         (

@@ -60,7 +60,7 @@ fn plan_json(args: &[&str]) -> (std::process::Output, Value) {
 #[test]
 fn plan_errors_have_kinds_and_exit_codes() {
     let (o, v) = plan_json(&synthetic("--nodes 2 --map csbnh --bind 1c --np 33"));
-    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(o.status.code(), Some(1));
     assert_eq!(v["error"]["kind"], "oversubscribed");
     assert_eq!(v["error"]["placed"], 32);
     assert_eq!(v["error"]["requested"], 33);
@@ -75,7 +75,7 @@ fn plan_errors_have_kinds_and_exit_codes() {
         .contains("duplicate mapping levels at position 2 and 3"));
 
     let (o, v) = plan_json(&synthetic("--map csbnh --bind 9c"));
-    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(o.status.code(), Some(1));
     assert_eq!(v["error"]["kind"], "no-resources");
 
     let o = lama(&plan_on_node("--map csbnh --map-by core"), &[]);
@@ -219,7 +219,7 @@ fn plan_shows_each_ranks_devices() {
     assert_eq!(v["ranks"][1]["nics"], serde_json::json!(["mlx5_0"]));
     // Errors: too many, synthetic nodes, a bad weights file.
     let o = lama(&["plan", "--topology", &xml, "--gpus", "5"], &[]);
-    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr)
         .contains("5 GPU(s) per task asked for, but this node has 4"));
     let o = lama(&plan_on_node("--nics 1"), &[]);
@@ -261,7 +261,7 @@ fn plan_shows_each_ranks_openmp_places() {
     assert_eq!(v["ranks"][1]["omp_proc_bind"], "close");
     // Nine threads on a socket of eight hardware threads: never stacked.
     let (o, v) = plan_json(&synthetic("--map sbnch --bind 1s --np 1 --threads 9"));
-    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(o.status.code(), Some(1));
     assert_eq!(v["error"]["kind"], "threads");
     assert_eq!(
         lama(&["plan", "--threads", "zero"], &[]).status.code(),

@@ -104,7 +104,7 @@ else not_ok "lama check of an mpirun job (exit $rc, ranks '$ranks')" "$out" "$(c
 # Another user's job: refused, saying whose it is.
 out=$(timeout 60 runuser -u nobody -- "$lama" check --jobid "$job" 2>&1)
 rc=$?
-if [ $rc -eq 2 ] && grep -q "job $job belongs to root(0): only that user or root may check it" <<<"$out"; then
+if [ $rc -eq 3 ] && grep -q "job $job belongs to root(0): only that user or root may check it" <<<"$out"; then
   ok "a job of another user: refused, exit 2 ($out)"
 else not_ok "lama check of another user's job (exit $rc)" "$out"; fi
 scancel "$job"
@@ -112,7 +112,7 @@ scancel "$job"
 # A job that ends while it is checked.
 job=$(started -N1 -n1 --wrap "srun $work/spin 3")
 check "$job" --sample 6
-if [ $rc -eq 2 ] && grep -qE "job $job ended while it was being checked|job $job is not running" <<<"$out"; then
+if [ $rc -eq 3 ] && grep -qE "job $job ended while it was being checked|job $job is not running" <<<"$out"; then
   ok "a job that ends while it is checked: exit 2 ($out)"
 else not_ok "lama check of an ending job (exit $rc)" "$out"; fi
 

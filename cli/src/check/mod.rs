@@ -61,7 +61,9 @@ fn cannot(format: Format, msg: &str) -> ExitCode {
         );
     }
     eprintln!("lama check: {msg}");
-    ExitCode::from(2)
+    // Nothing to check (no such job, not running, another user's, no Slurm): 3, lama's
+    // convention (docs/reference.md); 1 is findings.
+    ExitCode::from(3)
 }
 
 /// The real user id of this process.

@@ -237,7 +237,13 @@ fn fail(format: Format, kind: &str, message: &str, counts: Option<(usize, usize)
         print_json_error(kind, message, counts);
     }
     eprintln!("lama plan: {message}");
-    ExitCode::from(if kind == "invalid-option" { 2 } else { 3 })
+    // lama's one convention (docs/reference.md): 1 the plan cannot be made, 2 usage, 3 no job
+    // or Slurm to ask.
+    ExitCode::from(match kind {
+        "invalid-option" => 2,
+        "slurm" => 3,
+        _ => 1,
+    })
 }
 
 /// Why hwloc refused an XML file, in the words of its parser (`line 4: AttValue: " or '
