@@ -329,3 +329,50 @@ fn text_fits_100_columns_unless_wide() {
     assert!(out.lines().any(|l| l.chars().count() > 100));
     assert!(out.contains("{46},{47}"), "--wide keeps every place");
 }
+
+#[test]
+fn every_json_plan_has_the_schema_and_its_rule() {
+    let base = ["--synthetic", "pack:2 core:4 pu:1", "--np", "2"];
+    for (extra, rule) in [
+        (vec!["--map", "csbnh"], "map"),
+        (vec!["--map-by", "core"], "open-mpi"),
+        (vec!["--policy", "auto"], "policy"),
+        (vec![], "policy"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        let v = plan(&args);
+        assert_eq!(v["schema"], 1, "{args:?}");
+        assert_eq!(v["rule"], rule, "{args:?}");
+        assert!(
+            v["ranks"][0]["cpus"].is_array() && v["taskmap"].is_object(),
+            "{args:?}"
+        );
+    }
+    // An error: the same schema, a kind the reference lists, exit 1 for a refusal.
+    let o = lama(
+        &[
+            "plan",
+            "--synthetic",
+            "pack:1 core:2 pu:1",
+            "--np",
+            "9",
+            "--map-by",
+            "core",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["schema"], 1);
+    let kind = v["error"]["kind"].as_str().expect("kind").to_string();
+    let reference =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/reference.md"))
+            .expect("reference");
+    assert!(
+        reference.contains(&format!("`{kind}`")),
+        "{kind} not in the reference"
+    );
+}

@@ -57,7 +57,7 @@ fn cannot(format: Format, msg: &str) -> ExitCode {
     if format == Format::Json {
         println!(
             "{}",
-            serde_json::json!({"error": {"kind": "cannot-check", "message": msg}})
+            serde_json::json!({"schema": crate::plan::SCHEMA, "error": {"kind": "cannot-check", "message": msg}})
         );
     }
     eprintln!("lama check: {msg}");

@@ -109,6 +109,6 @@ pub fn text(
 pub fn json(job: u32, step: u32, tasks: &[TaskSeen], findings: &[Finding]) {
     println!(
         "{}",
-        serde_json::json!({"job": job, "step": step, "tasks": tasks, "findings": findings})
+        serde_json::json!({"schema": crate::plan::SCHEMA, "job": job, "step": step, "tasks": tasks, "findings": findings})
     );
 }

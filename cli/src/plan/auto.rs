@@ -197,6 +197,8 @@ pub fn render(
             }
         }
         let v = json!({
+            "schema": super::SCHEMA,
+            "rule": "policy",
             "policy": "auto",
             "policy_by_default": a.default_policy,
             "nodes": nodes.iter().map(|n| n.name()).collect::<Vec<_>>(),

@@ -221,13 +221,18 @@ fn job_hosts(a: &PlanArgs) -> Result<Option<Vec<String>>, String> {
     Ok(Some(hosts))
 }
 
+/// The version of lama's JSON (plans, errors, `lama check`): raised when a field changes meaning
+/// or goes away, not when one is added.
+pub const SCHEMA: u32 = 1;
+
+/// Prints a JSON error object.
 pub fn print_json_error(kind: &str, message: &str, counts: Option<(usize, usize)>) {
     let mut e = json!({"kind": kind, "message": message});
     if let Some((placed, requested)) = counts {
         e["placed"] = json!(placed);
         e["requested"] = json!(requested);
     }
-    println!("{}", json!({ "error": e }));
+    println!("{}", json!({ "schema": SCHEMA, "error": e }));
 }
 
 fn fail(format: Format, kind: &str, message: &str, counts: Option<(usize, usize)>) -> ExitCode {

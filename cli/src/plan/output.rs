@@ -227,6 +227,8 @@ pub(super) fn to_json(p: &Plan, nodes: &[&NodeTopology], req: &Request, extra: &
         .collect();
     let tm = TaskMap::encode(&p.node_of_ranks());
     json!({
+        "schema": super::SCHEMA,
+        "rule": if req.open_mpi.is_some() { "open-mpi" } else { "map" },
         "request": {
             "map": req.map_string(),
             "bind": req.bind.to_string(),
