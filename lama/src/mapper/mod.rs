@@ -2,7 +2,7 @@
 //!
 //! Levels are nested by containment on each node (H, outermost first). A position is one
 //! coordinate per level of H; the map string says which coordinate turns fastest. Each position
-//! that exists yields a binding window; MPPR limits may skip it. See `lama-semantics.md`.
+//! that exists yields a binding window; MPPR limits may skip it. See `docs/placement.md`.
 
 use std::collections::HashMap;
 
