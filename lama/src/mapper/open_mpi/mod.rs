@@ -1,13 +1,17 @@
 //! Open MPI 5's mappers on lama's topologies: the round-robin mappers (slot, node, object), the
 //! `ppr` mapper, binding (`bind_generic`, `bind_multiple`) and ranking, step for step as PRRTE
-//! 3.0.14 takes them, so that the same words give the same ranks on the same CPUs.
+//! 3.0.14 takes them, so that the same words give the same ranks on the same CPUs. Binding is in
+//! `bind`, ranking in `rank`.
 //!
 //! State is Open MPI's: each node's available CPUs (a binding takes one core, or one hardware
 //! thread with `:hwtcpus`, from them), its slots and the ranks mapped there in order.
 
 use super::{PlacementError, Plan};
-use crate::spec::open_mpi::{Mapping, Obj, OpenMpi, Ranking, Resolved};
+use crate::spec::open_mpi::{Mapping, Obj, OpenMpi, Resolved};
 use crate::topology::{NodeTopology, Span};
+
+mod bind;
+mod rank;
 
 /// Places `np` ranks (Open MPI's default count when `None`) on `nodes` as Open MPI 5 would.
 pub fn plan(
@@ -231,124 +235,6 @@ impl Mapper<'_> {
         self.nodes[n].procs.push(self.procs.len());
         self.procs.push(Proc { node: n, obj, span });
         Ok(())
-    }
-
-    fn bind_generic(
-        &mut self,
-        n: usize,
-        obj: Option<Span>,
-        b: Obj,
-        target: &[bool],
-    ) -> Result<Option<Span>, PlacementError> {
-        let within = obj.unwrap_or(self.whole(n));
-        let topo = self.nodes[n].topo;
-        let objs = topo.objects(b.level());
-        if objs.is_empty() {
-            if self.r.bind_given {
-                return Err(none(format!(
-                    "node {n} ({}) has no {} objects to bind to; bind to another object",
-                    topo.name(),
-                    b.name()
-                )));
-            }
-            return Ok(None);
-        }
-        for &o in objs {
-            let Some(lo) = overlap(o, within) else {
-                continue;
-            };
-            // Binding to a hardware thread takes one thread, not a whole core (Open MPI 5.0.11
-            // looks for a whole core inside one thread and fails: docs/open-mpi.md).
-            let free = if b == Obj::Hwthread {
-                self.free_in(topo.objects(crate::Level::Hwthread), n, lo, Some(target))
-            } else {
-                self.free_units(n, lo, Some(target))
-            };
-            if let Some(first) = free.first() {
-                for i in first.start..first.end {
-                    self.nodes[n].avail[i as usize] = false;
-                }
-                self.refill(n);
-                return Ok(Some(o));
-            }
-        }
-        if self.r.bind_given {
-            return Err(none(format!(
-                "node {n} ({}) has no free {} left to bind rank {} to; add :overload-allowed to --bind-to, or ask for fewer ranks",
-                topo.name(),
-                if self.r.hwt { "hardware thread" } else { "core" },
-                self.procs.len()
-            )));
-        }
-        Ok(None)
-    }
-
-    fn bind_multiple(
-        &mut self,
-        n: usize,
-        obj: Option<Span>,
-        target: &mut [bool],
-    ) -> Result<Span, PlacementError> {
-        let pe = self.r.pe as usize;
-        let topo = self.nodes[n].topo;
-        let within = match obj {
-            Some(s) => s,
-            None => {
-                // The CPUs of one rank never straddle two packages.
-                let pkgs = topo.objects(crate::Level::Socket);
-                let pkgs = if pkgs.is_empty() {
-                    vec![self.whole(n)]
-                } else {
-                    pkgs.to_vec()
-                };
-                *pkgs
-                    .iter()
-                    .find(|p| self.free_units(n, **p, Some(target)).len() >= pe)
-                    .ok_or_else(|| none(format!(
-                        "no package of node {n} ({}) has {pe} free {} left for rank {} (pe={pe}); ask for fewer ranks or a smaller pe",
-                        topo.name(),
-                        if self.r.hwt { "hardware threads" } else { "cores" },
-                        self.procs.len()
-                    )))?
-            }
-        };
-        let got: Vec<Span> = self
-            .free_units(n, within, Some(target))
-            .into_iter()
-            .take(pe)
-            .collect();
-        let (Some(first), Some(last)) = (got.first(), got.last()) else {
-            return Err(none(format!(
-                "node {n} ({}) has no free CPU left for rank {} (pe={pe})",
-                topo.name(),
-                self.procs.len()
-            )));
-        };
-        let span = Span {
-            start: first.start,
-            end: last.end,
-        };
-        let width: usize = got.iter().map(|s| s.len()).sum();
-        if width != span.len() {
-            return Err(none(format!(
-                "Open MPI would bind rank {} of node {n} ({}) to CPUs that are not one run in hwloc's order; lama cannot give that binding",
-                self.procs.len(),
-                topo.name()
-            )));
-        }
-        for i in span.start..span.end {
-            self.nodes[n].avail[i as usize] = false;
-            target[i as usize] = false;
-        }
-        Ok(span)
-    }
-
-    /// With overload allowed, a node whose CPUs are all taken starts over.
-    fn refill(&mut self, n: usize) {
-        let node = &mut self.nodes[n];
-        if self.r.overload && node.avail.iter().all(|a| !a) {
-            node.avail.iter_mut().for_each(|a| *a = true);
-        }
     }
 
     /// Binding for node `n` when `want` ranks go there: Open MPI leaves ranks unbound on a node
@@ -592,97 +478,4 @@ impl Mapper<'_> {
             ),
         }
     }
-
-    /// Open MPI's ranking of the mapped ranks, then the plan in rank order.
-    fn ranked(&self) -> Plan {
-        let mut seq: Vec<usize> = Vec::with_capacity(self.procs.len());
-        let mut done = vec![false; self.procs.len()];
-        let take = |p: usize, seq: &mut Vec<usize>, done: &mut Vec<bool>| {
-            if !done[p] {
-                done[p] = true;
-                seq.push(p);
-            }
-        };
-        let obj_count = |n: usize| match self.r.map {
-            Mapping::Object(o) | Mapping::Ppr(_, o) if o != Obj::Node => {
-                self.nodes[n].topo.objects(o.level()).len()
-            }
-            _ => 1,
-        };
-        match self.r.rank {
-            Ranking::Slot => {
-                for &n in &self.order {
-                    for &p in &self.nodes[n].procs {
-                        take(p, &mut seq, &mut done);
-                    }
-                }
-            }
-            Ranking::Node => {
-                while seq.len() < self.procs.len() {
-                    let before = seq.len();
-                    for &n in &self.order {
-                        if let Some(&p) = self.nodes[n].procs.iter().find(|&&p| !done[p]) {
-                            take(p, &mut seq, &mut done);
-                        }
-                    }
-                    if seq.len() == before {
-                        break;
-                    }
-                }
-            }
-            Ranking::Fill => {
-                for &n in &self.order {
-                    for k in 0..obj_count(n) {
-                        for &p in &self.nodes[n].procs {
-                            if self.procs[p].obj == Some(k) {
-                                take(p, &mut seq, &mut done);
-                            }
-                        }
-                    }
-                }
-            }
-            Ranking::Span => {
-                while seq.len() < self.procs.len() {
-                    let before = seq.len();
-                    for &n in &self.order {
-                        for k in 0..obj_count(n) {
-                            let next = self.nodes[n]
-                                .procs
-                                .iter()
-                                .find(|&&p| !done[p] && self.procs[p].obj == Some(k));
-                            if let Some(&p) = next {
-                                take(p, &mut seq, &mut done);
-                            }
-                        }
-                    }
-                    if seq.len() == before {
-                        break;
-                    }
-                }
-            }
-        }
-        // Ranks no rule reached (none in Open MPI's own mappings) follow in mapping order.
-        for p in 0..self.procs.len() {
-            take(p, &mut seq, &mut done);
-        }
-        let level = match self.r.map {
-            Mapping::Object(o) | Mapping::Ppr(_, o) => o.level(),
-            _ => crate::Level::Node,
-        };
-        let placed = seq.iter().map(|&p| {
-            let pr = &self.procs[p];
-            let span = pr.span.unwrap_or(self.whole(pr.node));
-            (pr.node as u32, span, pr.obj.unwrap_or(0) as u32)
-        });
-        Plan::from_open_mpi(level, placed)
-    }
-}
-
-/// The part of `a` inside `b`, when they share a PU.
-fn overlap(a: Span, b: Span) -> Option<Span> {
-    let s = Span {
-        start: a.start.max(b.start),
-        end: a.end.min(b.end),
-    };
-    (!s.is_empty()).then_some(s)
 }
