@@ -50,6 +50,13 @@ got=$(timeout 120 salloc -N1 -w n1 --exclusive srun -n8 -c2 --lama-policy=auto b
 want=$(for t in 0 1 2 3 4 5 6 7; do echo "$t ${first[t]}-$((first[t] + 1)) none 2 map"; done)
 if [ "$got" = "$want" ]; then ok "policy auto with --cpus-per-task=2: 8 tasks on 8 cores take both hardware threads of one core each"
 else not_ok "policy auto with --cpus-per-task=2" "got:" "$got" "want:" "$want" "$(cat "$work/err")"; fi
+# Issue 74: -c sets the workers. -c3 on cores of two hardware threads: Slurm gives each task
+# whole cores (four CPUs under CR_Core, three under CR_CPU), and each task runs 3 OpenMP threads,
+# the number asked for, not one per CPU it was given.
+got=$(timeout 120 salloc -N1 -w n1 --exclusive srun -n2 -c3 --lama-policy=auto bash "$work/task.sh" 2>"$work/err" | sort -n)
+threads=$(awk '{print $4}' <<<"$got" | sort -u)
+if [ "$(wc -l <<<"$got")" = 2 ] && [ "$threads" = 3 ]; then ok "policy auto with -c3: each task runs 3 OpenMP threads, srun's -c ($(awk '{print $2}' <<<"$got" | paste -sd' '))"
+else not_ok "policy auto with -c3: OMP_NUM_THREADS is -c" "got:" "$got" "$(cat "$work/err")"; fi
 # Issue 48, case 2: one task of 16 workers is fewer tasks than the 2 domains. It runs over both
 # and needs two hardware threads of each of the 8 cores (c and c+1) for its 16 OpenMP threads
 # (it had one per core, 8 CPUs, before).
