@@ -53,6 +53,7 @@ pub fn plan(
                 slots: spec.slots.map_or(c, |s| s as usize),
                 procs: Vec::new(),
                 dropped: false,
+                mapped: false,
             })
             .collect(),
         procs: Vec::new(),
@@ -96,6 +97,8 @@ struct Node<'a> {
     procs: Vec<usize>,
     /// Left out of further rounds (full, or without the mapped object).
     dropped: bool,
+    /// In `Mapper::order` already (a scan of it per rank cost O(nodes) on large jobs).
+    mapped: bool,
 }
 
 struct Proc {
@@ -204,7 +207,8 @@ impl Mapper<'_> {
             }
             target = Some(t);
         }
-        if !self.order.contains(&n) {
+        if !self.nodes[n].mapped {
+            self.nodes[n].mapped = true;
             self.order.push(n);
         }
         Some((take, target))
