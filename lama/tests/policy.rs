@@ -177,9 +177,32 @@ fn workers_decide_threads_per_core_below_the_domain_count() {
     assert!(cpus(3, 2).iter().all(|c| c.len() >= 2));
 }
 
+/// Slurm 25.11 and later give `srun -n2 -c3` on an exclusive POWER8 node of two-thread cores
+/// three cores (6 CPUs), two of package 0 and one of package 1: each task still gets its three
+/// workers' CPUs, whole cores first, the second crossing into package 1 (CPU-only). With a GPU
+/// of each package the tasks keep to their packages instead.
+#[test]
+fn workers_get_their_cpus_when_the_step_has_part_of_a_domain() {
+    let path = xmls()
+        .into_iter()
+        .find(|p| p.ends_with("power8gpudistances.xml"))
+        .expect("POWER8 XML");
+    let (node, gpus) = load(&path);
+    let step = node.restrict(&[0, 1, 8, 9, 80, 81]).expect("restrict");
+    let cpus = |g: &[PolicyGpu]| -> Vec<Vec<u32>> {
+        auto(&step, g, 2, 3, false)
+            .expect("place")
+            .into_iter()
+            .map(|t| t.cpus)
+            .collect()
+    };
+    assert_eq!(cpus(&[]), [vec![0, 1, 8], vec![9, 80, 81]]);
+    assert_eq!(cpus(&gpus), [vec![0, 1, 8, 9], vec![80, 81]]);
+}
+
 /// The `-c` rule on every machine for task counts below, at and above its domain count: a task
 /// has at least its workers' CPUs whenever the node has room for all of them (a task over a run
-/// of domains, their hardware threads when fewer).
+/// of domains, their hardware threads when fewer), even when no domain's room divides into them.
 #[test]
 fn workers_get_their_cpus_on_every_machine() {
     for (name, node, _) in machines() {
@@ -189,7 +212,7 @@ fn workers_get_their_cpus_on_every_machine() {
         for workers in [1usize, 2, 3, 4, 8, 16] {
             for tasks in 1..=(2 * doms.len() + 1).min(pus) {
                 let placed = auto(node, &[], tasks, workers, false).expect(name);
-                let fits = room.iter().map(|r| r / workers).sum::<usize>() >= tasks;
+                let fits = tasks * workers <= pus;
                 for t in &placed {
                     let has: usize = t.domains.iter().map(|&d| room[d]).sum();
                     let want = if tasks < doms.len() {
@@ -336,6 +359,13 @@ proptest::proptest! {
             under.clone()
         };
         let used = if greedy { usize::MAX } else { weights.iter().filter(|&&w| w > 0).count() };
+        // No domain's room divides into the workers, though the node has them all: the tasks
+        // take the step's threads in core order, a task over two domains when it must.
+        // GPU tasks with a package each keep to it instead (fewer CPUs rather than two packages).
+        let pooled = tasks >= used && own_threads.iter().sum::<usize>() < tasks && tasks * workers <= pus;
+        let own_package = gpu_doms > 0 && tasks >= step.objects(lama::level::Level::Socket).len();
+        let used = if pooled { usize::MAX } else { used };
+        let pooled = pooled && !own_package;
         // Each task's home domain (its first), and how many tasks have each.
         let mut count = vec![0usize; doms.len()];
         for t in &placed {
@@ -357,10 +387,10 @@ proptest::proptest! {
         }
         // The -c rule: each task has its workers' CPUs whenever the node has room for them, a
         // task over several domains all their hardware threads when they have fewer.
-        let fit_workers = room.iter().map(|r| r / workers).sum::<usize>() >= tasks;
+        let fit_workers = tasks * workers <= pus;
         for t in &placed {
             let has: usize = t.domains.iter().map(|&d| room[d]).sum();
-            let want = if tasks < used { workers.min(has) } else if fit_workers { workers } else { 1 };
+            let want = if pooled { workers } else if tasks < used { workers.min(has) } else if fit_workers { workers } else { 1 };
             proptest::prop_assert!(t.cpus.len() >= want, "{name}: a task of {workers} worker(s) has {} CPU(s)", t.cpus.len());
         }
         // Tasks per domain within one of their share, where no domain is full (a domain is full

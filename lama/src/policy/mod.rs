@@ -12,7 +12,8 @@
 //! - Inside its domain or run, a task gets consecutive whole cores, one hardware thread per
 //!   core, unless its workers (`-c`, `--lama-threads`) outnumber the cores: then the fewest
 //!   hardware threads per core that fit them. So every task has at least its workers' CPUs
-//!   whenever the node has room for them.
+//!   whenever the node has room for them: when no domain's part of the step holds a task's
+//!   workers, the tasks take the step's threads in core order, one crossing domains if it must.
 //! - Each task's GPUs are those of its domain, shared out evenly in rank order.
 //!
 //! Pure and deterministic: the same inputs give the same answer.
@@ -243,11 +244,12 @@ pub fn auto(
         })
         .collect();
     let own_threads: Vec<usize> = room.iter().map(|r| r / workers).collect();
+    let threads_fit = own_threads.iter().sum::<usize>() >= tasks;
     let on_gpus = |caps: &[usize]| gpu_doms.iter().map(|&d| caps[d]).sum::<usize>();
     let (caps, spill): (Vec<usize>, bool) = if own_cores.iter().sum::<usize>() >= tasks {
         let spill = on_gpus(&own_cores) < tasks;
         (own_cores, spill)
-    } else if own_threads.iter().sum::<usize>() >= tasks {
+    } else if threads_fit {
         let spill = on_gpus(&own_threads) < tasks;
         (own_threads, spill)
     } else {
@@ -271,6 +273,24 @@ pub fn auto(
         let mut out = grouped(&doms, &used, tasks, workers);
         share_gpus(&mut out, &dom_gpus, &far, &sockets);
         return Ok(out);
+    }
+    // The node has its workers' threads for every task, but no domain's share divides into
+    // them (Slurm gave the step part of a domain): tasks take the threads in core order,
+    // so that each still gets its workers' CPUs, one crossing a domain when it must; never a
+    // package when GPU tasks have one each (they keep to their GPU's package, fewer CPUs).
+    if !threads_fit && tasks.saturating_mul(workers) <= pus {
+        let out = pooled(&doms, tasks, workers);
+        let own_package = !gpu_doms.is_empty() && tasks >= node.objects(Level::Socket).len();
+        let spans = |t: &AutoTask| {
+            t.domains
+                .iter()
+                .any(|&d| sockets.get(d) != sockets.get(t.domains[0]))
+        };
+        if !own_package || !out.iter().any(spans) {
+            let mut out = out;
+            share_gpus(&mut out, &dom_gpus, &far, &sockets);
+            return Ok(out);
+        }
     }
     let per_domain = shares(tasks, &weights, &caps);
     let mut out = Vec::with_capacity(tasks);
@@ -488,6 +508,31 @@ fn first_threads(cores: &[Vec<u32>], need: usize) -> Vec<u32> {
     cores
         .iter()
         .flat_map(|c| c.iter().take(smt).copied())
+        .collect()
+}
+
+/// Every domain's cores in turn, cut into `tasks` runs of `workers` hardware threads (whole
+/// cores first, as [`first_threads`] orders them); each task lies in the domains it touches.
+fn pooled(doms: &[Vec<Vec<u32>>], tasks: usize, workers: usize) -> Vec<AutoTask> {
+    let cores: Vec<Vec<u32>> = doms.iter().flatten().cloned().collect();
+    let slots = first_threads(&cores, tasks * workers);
+    let domain_of = |cpu: &u32| {
+        doms.iter()
+            .position(|d| d.iter().flatten().any(|c| c == cpu))
+    };
+    (0..tasks)
+        .map(|j| {
+            let run = &slots[(j * workers).min(slots.len())..((j + 1) * workers).min(slots.len())];
+            let mut domains: Vec<usize> = run.iter().filter_map(domain_of).collect();
+            domains.dedup();
+            let mut cpus = run.to_vec();
+            cpus.sort_unstable();
+            AutoTask {
+                cpus,
+                gpus: Vec::new(),
+                domains,
+            }
+        })
         .collect()
 }
 
