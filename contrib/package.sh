@@ -10,6 +10,9 @@
 # The plugin is built against the headers SLURM_INCLUDE_DIR names (default: the installed
 # Slurm's), and each package requires that Slurm major.minor release. LAMA_PACKAGE_DIR puts the
 # packages elsewhere (default target/package), e.g. one built for another release.
+# The packages name as maintainer whoever builds them, as Debian's tools do: DEBFULLNAME and
+# DEBEMAIL, else git's user.name and user.email, else the author of the tree's last commit
+# (lama has no public home yet, so no Homepage or URL is written).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -29,6 +32,10 @@ minor=${slurm#*.}
 minor=${minor%%.*}
 release=${slurm%%.*}.$minor
 next=$(printf '%s.%02d' "${slurm%%.*}" $((10#$minor + 1)))
+name=${DEBFULLNAME:-$(git config user.name 2>/dev/null || git log -1 --format=%an 2>/dev/null || true)}
+email=${DEBEMAIL:-$(git config user.email 2>/dev/null || git log -1 --format=%ae 2>/dev/null || true)}
+[ -n "$name" ] && [ -n "$email" ] || die "who builds these packages? set DEBFULLNAME and DEBEMAIL (the packages' maintainer)"
+maintainer="$name <$email>"
 
 build() {
   contrib/deps.sh
@@ -76,7 +83,7 @@ deb() {
     > "$root/etc/slurm/plugstack.conf.d/lama.conf"
   chmod 0644 "$root/etc/slurm/plugstack.conf.d/lama.conf"
   install -m 0644 contrib/packaging/copyright "$doc/copyright"
-  sed "s/@VERSION@/$version/; s/@SLURM@/$slurm/" contrib/packaging/changelog | gzip -9n > "$doc/changelog.gz"
+  sed "s/@VERSION@/$version/; s/@SLURM@/$slurm/; s|@MAINTAINER@|$maintainer|" contrib/packaging/changelog | gzip -9n > "$doc/changelog.gz"
   printf '%s\n' /etc/slurm/plugstack.conf.d/lama.conf /etc/flux/shell/lua.d/lama.lua > "$root/DEBIAN/conffiles"
   # Shared-library dependencies as Debian computes them, plus the Slurm release the plugin was
   # built for: a Slurm upgrade to another major.minor cannot leave this plugin loaded.
@@ -94,13 +101,12 @@ deb() {
 Package: lama-slurm
 Version: $version
 Architecture: $arch
-Maintainer: lama developers <lama-devel@lists.example.org>
+Maintainer: $maintainer
 Installed-Size: $size
 Depends: $shlibs, slurm-client (>= $release) | slurm-smd-client (>= $release), slurm-client (<< $next~) | slurm-smd-client (<< $next~)
 Enhances: slurmd
 Section: admin
 Priority: optional
-Homepage: https://example.org/lama
 Description: topology-aware task placement for Slurm and Flux (LAMA)
  A Slurm SPANK plugin that places the tasks of each job step on the
  hardware of its nodes with LAMA, the Locality Aware Mapping Algorithm,
@@ -132,7 +138,7 @@ rpm_pkg() {
   # The binaries built above are packaged as they are (the spec's %build reuses the tree's
   # target directory); --nodeps: this Debian machine's rpm database has no slurm package.
   rpmbuild -bb --nodeps --quiet \
-    --define "_topdir $topdir" --define "lama_version $version" --define "lama_tree $top" --define "lama_prebuilt 1" \
+    --define "_topdir $topdir" --define "lama_version $version" --define "lama_tree $top" --define "lama_prebuilt 1" --define "lama_maintainer $maintainer" \
     --define "slurm_version $slurm" --define "slurm_release $release" --define "slurm_next $next" --define "__brp_compress /bin/true" \
     contrib/lama-slurm.spec >&2
   find "$topdir/RPMS" -name '*.rpm' -print

@@ -44,6 +44,7 @@ pub const PAGES: &[Page] = &[
             ("lama explain --topology tests/topologies/32em64t-2n8c2t-pci-normalio.xml --np 4 --map-by package", "Open MPI's --map-by package in words, every default named, then on that node"),
             ("lama explain --topology tests/topologies/32em64t-2n8c2t-pci-normalio.xml --np 4 --map csbnh --bind 2c", "what a map string's letters and a binding mean, then the ranks"),
             ("lama explain --topology tests/topologies/power8gpudistances.xml --np 4 --policy auto", "the automatic policy's rules, then its choice on a GPU node"),
+            ("lama explain --srun", "the plugin's srun options in short, with examples (what srun --lama-help prints)"),
         ],
         exit: &[("0", "explained and shown"), ("1", "the placement cannot be made (its words are still said)"), ("2", "an invalid option or file")],
     },

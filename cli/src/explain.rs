@@ -130,6 +130,26 @@ fn simple(r: &Request, np: usize) -> Vec<String> {
     out
 }
 
+/// `lama explain`: lama plan's options, or `--srun` alone.
+#[derive(clap::Args)]
+pub struct ExplainArgs {
+    /// Print the plugin's short guide to its srun options instead (what `srun --lama-help`
+    /// prints)
+    #[arg(long, exclusive = true)]
+    srun: bool,
+    #[command(flatten)]
+    plan: PlanArgs,
+}
+
+/// The guide, or the words then the plan.
+pub fn main(a: ExplainArgs, m: Option<&ArgMatches>) -> ExitCode {
+    if a.srun {
+        print!("{}", lama::plugin::guide());
+        return ExitCode::SUCCESS;
+    }
+    run(a.plan, m)
+}
+
 /// Prints the words, then the plan.
 pub fn run(a: PlanArgs, m: Option<&ArgMatches>) -> ExitCode {
     let words = if a.is_policy() {

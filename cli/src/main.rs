@@ -42,7 +42,7 @@ enum Cmd {
     Plan(Box<plan::PlanArgs>),
     /// Say in plain words what a placement request means, then show it on a node (lama plan's
     /// options; default node: this machine).
-    Explain(Box<plan::PlanArgs>),
+    Explain(Box<explain::ExplainArgs>),
     /// Run a command as its node's rank under any launcher (mpirun, mpiexec, torchrun, PALS,
     /// Flux or srun without the plugin): placed as the plugin would, bound, then run.
     Exec(Box<exec::ExecArgs>),
@@ -116,7 +116,7 @@ fn main() -> ExitCode {
         }
         Cmd::Explain(a) => {
             let sub = matches.subcommand_matches("explain");
-            explain::run(*a, sub)
+            explain::main(*a, sub)
         }
         Cmd::Exec(a) => exec::run(*a),
         Cmd::Taskmap(a) => taskmap::run(a),

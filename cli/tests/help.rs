@@ -67,7 +67,10 @@ fn manual_pages_have_examples_exit_status_and_real_see_also() {
     for p in &pages {
         let text = std::fs::read_to_string(man1.join(p)).expect("page");
         assert!(text.contains(".SH EXAMPLES"), "{p}");
-        assert!(!text.contains("lama\\-help"), "{p} names lama-help");
+        assert!(
+            !text.contains("lama\\-help (1)") && !text.contains("lama\\-help(1)"),
+            "{p} names a lama-help page"
+        );
         assert!(text.contains(".SH \"EXIT STATUS\""), "{p}");
         assert!(text.contains(".SH \"SEE ALSO\""), "{p}");
         // Every page SEE ALSO names exists (lama(1) once named a lama-help(1) that did not).
@@ -138,6 +141,39 @@ fn explain_says_what_a_request_means_then_shows_it() {
         stdout(&o).starts_with("The automatic policy"),
         "no option: the policy is explained"
     );
+}
+
+/// `lama explain --srun` (what `srun --lama-help` prints: tests/slurm/beside.sh compares them)
+/// lists every option of the reference's table, written by hand, and fits 100 columns; it takes
+/// no other option.
+#[test]
+fn explain_srun_lists_every_option_of_the_reference() {
+    let o = lama(&["explain", "--srun"], &[]);
+    assert!(o.status.success());
+    let guide = stdout(&o);
+    let reference =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/reference.md"))
+            .expect("docs/reference.md");
+    let mut listed = 0;
+    for row in reference.lines().filter(|l| l.starts_with("| `--lama-")) {
+        let option = row[3..].split('`').next().unwrap_or_default();
+        let head = format!("  {option}");
+        assert!(
+            guide
+                .lines()
+                .any(|l| l.starts_with(&head) && l[head.len()..].starts_with([' ', '='])),
+            "{option} missing from lama explain --srun"
+        );
+        listed += 1;
+    }
+    assert!(
+        listed >= 18,
+        "only {listed} options in the reference's table"
+    );
+    assert!(guide.lines().all(|l| l.chars().count() <= 100), "{guide}");
+    assert!(!lama(&["explain", "--srun", "--np", "2"], &[])
+        .status
+        .success());
 }
 
 #[test]

@@ -125,6 +125,9 @@ fn register_options(spank: spank_t, handle: &SpankHandle) -> Result<(), Box<dyn 
     ) {
         crate::options::register(spank).map_err(|e| fail(&e))?;
     }
+    if matches!(handle.context()?, Context::Local | Context::Allocator) {
+        crate::options::register_help(spank).map_err(|e| fail(&e))?;
+    }
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! The `--lama-*` options, registered with Slurm directly and collected by one callback into a
 //! fixed table. slurm-spank's option helpers build three C strings and a map entry per option
-//! and look values up by formatted name; srun and every slurmstepd register all eighteen options
+//! and look values up by formatted name; srun and every slurmstepd register all eighteen options (srun, sbatch and salloc also `--lama-help`)
 //! once per step, so that work is paid on every launch. Slurm copies what is registered, so the
 //! strings here live only for the call.
 
@@ -83,6 +83,44 @@ pub fn register(spank: spank_t) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `--lama-help` in srun, sbatch or salloc: prints the short guide and exits 0 before anything
+/// is asked of Slurm, as their own `--help` does. Never in slurmstepd (`remote`), where it is
+/// not registered and could not arrive: the command that took it has exited.
+extern "C" fn help_given(_val: c_int, _optarg: *const c_char, remote: c_int) -> c_int {
+    if remote != 0 {
+        return 0;
+    }
+    let _ = std::panic::catch_unwind(|| {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(lama::plugin::guide().as_bytes());
+        let _ = out.flush();
+    });
+    std::process::exit(0)
+}
+
+/// Registers `--lama-help` (srun, sbatch and salloc only).
+pub fn register_help(spank: spank_t) -> Result<(), String> {
+    let mut opt = spank_sys::spank_option {
+        name: c"lama-help".as_ptr().cast_mut(),
+        usage: c"print a short guide to lama's options, with examples, and exit"
+            .as_ptr()
+            .cast_mut(),
+        arginfo: std::ptr::null_mut(),
+        has_arg: 0,
+        val: 0,
+        cb: Some(help_given),
+    };
+    // SAFETY: `spank` is the handle Slurm passed to the running slurm_spank_init; the strings
+    // are static NUL-terminated literals, and Slurm copies them.
+    let rc = unsafe { spank_sys::spank_option_register(spank, &mut opt) };
+    if rc == spank_sys::ESPANK_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("cannot register --lama-help: SPANK error {rc}"))
+    }
 }
 
 /// The options the user gave: on the command line, as Slurm handed them to [`option_given`]

@@ -14,6 +14,22 @@ cpus=$(nproc)
 last=$((cpus - 1))
 where='echo "at $SLURM_PROCID ${LAMA_CPUS:-unplaced} $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status) ${TASK_MAP:+map}"'
 
+# --lama-help in srun, salloc and sbatch: the short guide `lama explain --srun` prints (the
+# same catalogue), exit 0, and no job asked for (as their own --help).
+guide=$("$lama" explain --srun)
+before=$(squeue -h -t all -o %i | sort -n | tail -n 1)
+printf '#!/bin/sh\ntrue\n' >"$work/job.sh"
+for cmd in srun salloc sbatch; do
+  # sbatch reads its script before the plugin's options: give it one.
+  script=(); [ "$cmd" = sbatch ] && script=("$work/job.sh")
+  out=$(timeout 60 "$cmd" --lama-help "${script[@]}" 2>"$work/help.err"); rc=$?
+  after=$(squeue -h -t all -o %i | sort -n | tail -n 1)
+  if [ $rc -eq 0 ] && [ -n "$guide" ] && [ "$out" = "$guide" ] && [ ! -s "$work/help.err" ] && [ "$after" = "$before" ] &&
+    grep -q -- '--lama-help' <<<"$("$cmd" --help 2>&1)"; then
+    ok "$cmd --lama-help: the short guide (as lama explain --srun), exit 0, no job; $cmd --help lists it"
+  else not_ok "$cmd --lama-help (rc $rc)" "$out" "$(cat "$work/help.err")" "jobs before: $before, after: $after"; fi
+done
+
 # An explicit Slurm binding beside a placement the user asked of lama: refused in srun, once,
 # naming both options, before any task starts (srun's own option, and the variable sbatch and
 # salloc export for it).
