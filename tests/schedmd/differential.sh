@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SchedMD's own regression tests (the expect and Python tests of a Slurm release's testsuite) run
-# three times on a running cluster: without lama, with lama as the README installs it (no arguments: TASK_MAP
+# three times on a running cluster: without lama, with lama as the admin guide installs it (no arguments: TASK_MAP
 # only), and with a site's `policy=auto`. Each test's outcome (pass, fail, skip, with Slurm's
 # reason) is compared across the three runs:
 #   - a test that passes without lama and fails with lama's default arguments is a lama defect;

@@ -4,7 +4,7 @@
 # plans on every shipped XML with this machine's (hwloc 2.9), then boots the trixie guest
 # (contrib/guest.sh with LAMA_GUEST_DIST=trixie), installs the package with dpkg -i, runs the
 # guest suite on Debian's 24.11 under Debian's own units (tests/guest/suite.sh), and the site
-# checks (tests/trixie/site.sh: the README's and the admin guide's lines as written). SchedMD's
+# checks (tests/trixie/site.sh: the admin guide's walk-through as written). SchedMD's
 # test7.11 (a second SPANK plugin beside lama) runs there too, without lama, with its defaults and
 # under policy=auto (tests/schedmd/differential.sh; the guest image has what SchedMD's tests need).
 # Usage: tests/trixie/run.sh LAMA OLD_DEB

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# A Debian 13 site as the README and the admin guide set it up, run inside the trixie guest as
+# A Debian 13 site as the admin guide sets it up, run inside the trixie guest as
 # root after tests/guest/suite.sh (which configured Slurm under Debian's own units): the package
-# built for 24.11 installed with dpkg -i and enabled by the README's lines, then by the admin
-# guide's walk-through, each as written there (tests/examples.py script NAME); the 22.05 package
-# refused; lama loaded twice (an include added again) acting once and saying so once.
+# built for 24.11 installed with dpkg -i and enabled by the admin guide's walk-through, as
+# written there (tests/examples.py script NAME); the 22.05 package refused; lama loaded twice (an include added again) acting once and saying so once.
 # Usage: site.sh TOP DEB OLD_DEB
 #   DEB the package built on Debian 13 (contrib/trixie-build.sh), OLD_DEB one built for 22.05.
 # Prints one "ok - ..." or "not ok - ..." line per check.
@@ -67,13 +66,25 @@ quiet_policy() {
   else not_ok "$1: srun -n2 --lama-policy=auto" "$out"; fi
 }
 
-# The README's lines.
-if script install && [ "$(dpkg-query -W -f='${db:Status-Abbrev}' lama-slurm)" = "ii " ] && idle \
-  && [ "$(grep -cxF "$include" "$plugstack")" = 1 ] && grep -q '^required /usr/lib/.*/slurm-wlm/lama.so' /etc/slurm/plugstack.conf.d/lama.conf; then
-  ok "the README's install lines: dpkg -i with every dependency satisfied, the snippet enabled, Debian's include kept once"
-else not_ok "the README's install lines" "$(cat "$work/install.out")" "$(cat "$plugstack")" "$(dpkg-query -W -f='${db:Status-Abbrev}' lama-slurm 2>&1)"; fi
-step "installed by the README" ""
-quiet_policy "installed by the README"
+# The admin guide's walk-through (the one place install steps are written; the README links
+# to it), from a node without the package.
+ran=""
+for s in site-install site-enable site-restart; do script "$s" || ran+="$s failed: $(cat "$work/$s.out"); "; done
+idle || ran+="the node is not idle after the restart; "
+script site-check
+check=$(cat "$work/site-check.out")
+tasks=$(grep -c '^lama: task [0-3] ' <<<"$check")
+if [ -z "$ran" ] && grep -q -- '--lama-map' <<<"$check" && grep -q -- '--lama-policy' <<<"$check" && [ "$tasks" = 4 ] \
+  && grep -qF "invalid --lama-bind '2q'" <<<"$check"; then
+  ok "the admin guide's walk-through (install, enable, restart, check) as written: the options listed, one line per task, a bad value stopped in srun"
+  sed 's/^/#   /' <<<"$check"
+else not_ok "the admin guide's walk-through" "$ran" "$check"; fi
+if [ "$(dpkg-query -W -f='${db:Status-Abbrev}' lama-slurm)" = "ii " ] && [ "$(grep -cxF "$include" "$plugstack")" = 1 ] &&
+  grep -q '^required /usr/lib/.*/slurm-wlm/lama.so' /etc/slurm/plugstack.conf.d/lama.conf; then
+  ok "after the walk-through: the package installed with every dependency satisfied, the snippet enabled, Debian's include kept once"
+else not_ok "after the walk-through" "$(cat "$plugstack")" "$(dpkg-query -W -f='${db:Status-Abbrev}' lama-slurm 2>&1)"; fi
+step "installed by the admin guide" ""
+quiet_policy "installed by the admin guide"
 
 # lama loaded twice: the include added again, as the README once did. The first load acts, the
 # second registers nothing (Slurm would warn of every option) and srun says so once.
@@ -89,20 +100,6 @@ if [ "$out" = "$twice" ]; then ok "plugstack.conf.d included twice: srun -n2 --l
 else not_ok "plugstack.conf.d included twice, --lama-policy=auto" "$out"; fi
 cp /root/plugstack.conf.debian "$plugstack"
 
-# The admin guide's walk-through, from a node without the package.
-dpkg -P lama-slurm >/dev/null 2>&1
-cp /root/plugstack.conf.debian "$plugstack"
-ran=""
-for s in site-install site-enable site-restart; do script "$s" || ran+="$s failed: $(cat "$work/$s.out"); "; done
-idle || ran+="the node is not idle after the restart; "
-script site-check
-check=$(cat "$work/site-check.out")
-tasks=$(grep -c '^lama: task [0-3] ' <<<"$check")
-if [ -z "$ran" ] && grep -q -- '--lama-map' <<<"$check" && grep -q -- '--lama-policy' <<<"$check" && [ "$tasks" = 4 ] \
-  && grep -qF "invalid --lama-bind '2q'" <<<"$check"; then
-  ok "the admin guide's walk-through (install, enable, restart, check) as written: the options listed, one line per task, a bad value stopped in srun"
-  sed 's/^/#   /' <<<"$check"
-else not_ok "the admin guide's walk-through" "$ran" "$check"; fi
 dpkg -P lama-slurm >/dev/null 2>&1
 cp /root/plugstack.conf.debian "$plugstack"
 systemctl stop slurmd slurmctld
