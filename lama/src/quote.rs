@@ -78,6 +78,32 @@ fn ceil(s: &str, i: usize) -> usize {
     i
 }
 
+/// `words` folded at spaces to `width` columns after `start` (the first line's beginning, as
+/// it is), each further line indented by `indent` spaces; ends with a newline. A word longer
+/// than the room stands alone on its line.
+pub fn fold(start: &str, words: &str, indent: usize, width: usize) -> String {
+    let cols = |s: &str| s.chars().count();
+    let mut out = String::new();
+    let mut line = start.to_string();
+    let mut empty = true;
+    for word in words.split_whitespace() {
+        if !empty && cols(&line) + 1 + cols(word) > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = " ".repeat(indent);
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,25 +56,7 @@ pub(super) fn wrap(text: &str, indent: usize, wide: bool) -> String {
         return format!("{text}\n");
     }
     let lead = text.len() - text.trim_start().len();
-    let mut out = String::new();
-    let mut line = text[..lead].to_string();
-    let mut empty = true;
-    for word in text[lead..].split_whitespace() {
-        if !empty && line.chars().count() + 1 + word.chars().count() > COLUMNS {
-            out.push_str(&line);
-            out.push('\n');
-            line = " ".repeat(indent);
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line.push_str(word);
-        empty = false;
-    }
-    out.push_str(&line);
-    out.push('\n');
-    out
+    lama::quote::fold(&text[..lead], &text[lead..], indent, COLUMNS)
 }
 
 /// `rest` with its `places {..},{..}` list cut to fit `room` columns, the count said.

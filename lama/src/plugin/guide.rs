@@ -63,33 +63,17 @@ pub fn guide() -> String {
     out
 }
 
-/// `head`, then `text` from [`COLUMN`] folded at word boundaries to [`WIDTH`] (a head too
-/// long for the column has a line of its own).
+/// `head`, then `text` from [`COLUMN`] folded to [`WIDTH`] (a head too long for the column
+/// has a line of its own).
 fn fold(out: &mut String, head: &str, text: &str) {
-    let width = |s: &str| s.chars().count();
-    let mut line = if width(head) < COLUMN {
+    let start = if head.chars().count() < COLUMN {
         format!("{head:<COLUMN$}")
     } else {
         out.push_str(head);
         out.push('\n');
         " ".repeat(COLUMN)
     };
-    let mut empty = true;
-    for word in text.split_whitespace() {
-        if !empty && width(&line) + 1 + width(word) > WIDTH {
-            out.push_str(&line);
-            out.push('\n');
-            line = " ".repeat(COLUMN);
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line.push_str(word);
-        empty = false;
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
+    out.push_str(&crate::quote::fold(&start, text, COLUMN, WIDTH));
 }
 
 #[cfg(test)]
