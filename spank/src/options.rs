@@ -73,13 +73,7 @@ pub fn register(spank: spank_t) -> Result<(), String> {
         // NUL bytes) and outlives the call, and Slurm copies them.
         let rc = unsafe { spank_sys::spank_option_register(spank, &mut opt) };
         if rc != spank_sys::ESPANK_SUCCESS {
-            // SAFETY: spank_strerror returns NULL (checked) or a static NUL-terminated string.
-            let why = unsafe {
-                let p = spank_sys::spank_strerror(rc);
-                (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
-            }
-            .unwrap_or_else(|| format!("SPANK error {rc}"));
-            return Err(format!("cannot register --lama-{}: {why}", info.name));
+            return Err(refused(info.name, rc));
         }
     }
     Ok(())
@@ -119,8 +113,19 @@ pub fn register_help(spank: spank_t) -> Result<(), String> {
     if rc == spank_sys::ESPANK_SUCCESS {
         Ok(())
     } else {
-        Err(format!("cannot register --lama-help: SPANK error {rc}"))
+        Err(refused("help", rc))
     }
+}
+
+/// Why Slurm refused to register `--lama-NAME`, in Slurm's words.
+fn refused(name: &str, rc: spank_sys::spank_err_t) -> String {
+    // SAFETY: spank_strerror returns NULL (checked) or a static NUL-terminated string.
+    let why = unsafe {
+        let p = spank_sys::spank_strerror(rc);
+        (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+    }
+    .unwrap_or_else(|| format!("SPANK error {rc}"));
+    format!("cannot register --lama-{name}: {why}")
 }
 
 /// The options the user gave: on the command line, as Slurm handed them to [`option_given`]
