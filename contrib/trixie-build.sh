@@ -54,6 +54,7 @@ for d in "$top" "$cargo_home" "$rustup_home" "$out" "$target"; do
 done
 mount -o remount,bind,ro "$root$top"
 chroot "$root" env -i PATH="$cargo_home/bin:/usr/sbin:/usr/bin:/sbin:/bin" HOME=/root \
+  DEBFULLNAME="${DEBFULLNAME:-}" DEBEMAIL="${DEBEMAIL:-}" \
   CARGO_HOME="$cargo_home" RUSTUP_HOME="$rustup_home" CARGO_TARGET_DIR="$target" \
   CARGO_NET_OFFLINE=true LAMA_PACKAGE_DIR="$out" bash -euo pipefail -c 'cd "$0" && "$@"' "$top" "$@"
 EOF
@@ -68,7 +69,11 @@ build() {
   (cd "$top" && cargo fetch --locked --quiet)
   # The admin guide's build step, as written there (its block marked `script: site-build`).
   python3 "$top/tests/examples.py" script site-build > "$out/site-build.sh"
-  in_root "$out" build.log bash -c 'echo "hwloc $(pkg-config --modversion hwloc), Slurm $(contrib/slurm-version.sh /usr/include)"
+  # The root has no git: the packages' maintainer (contrib/package.sh) comes from here.
+  DEBFULLNAME=${DEBFULLNAME:-$(git -C "$top" config user.name || git -C "$top" log -1 --format=%an || true)}
+  DEBEMAIL=${DEBEMAIL:-$(git -C "$top" config user.email || git -C "$top" log -1 --format=%ae || true)}
+  export DEBFULLNAME DEBEMAIL
+  in_root "$out" build.log bash -euo pipefail -c 'echo "hwloc $(pkg-config --modversion hwloc), Slurm $(contrib/slurm-version.sh /usr/include)"
     bash -euo pipefail "$LAMA_PACKAGE_DIR/site-build.sh"
     cp "$CARGO_TARGET_DIR/release/lama" "$LAMA_PACKAGE_DIR/lama"'
   ls "$out"/lama-slurm_*.deb
