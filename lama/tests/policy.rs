@@ -23,6 +23,12 @@ fn load(path: &std::path::Path) -> (NodeTopology, Vec<PolicyGpu>) {
     (node, gpus_of(&loc, None))
 }
 
+/// The machine file of `tests/topologies/` named `file`, with its GPUs.
+fn machine(file: &str) -> (NodeTopology, Vec<PolicyGpu>) {
+    let path = xmls().into_iter().find(|p| p.ends_with(file)).expect(file);
+    load(&path)
+}
+
 /// No CPU is listed twice: on every machine the objects of each level are disjoint, so neither
 /// the mapper's bindings (a span of one level's objects) nor the policy's (whole cores of its
 /// domains) can name a CPU twice. On the Optane machine (hwloc's fakememinitiators) the NUMA
@@ -183,11 +189,7 @@ fn workers_decide_threads_per_core_below_the_domain_count() {
 /// of each package the tasks keep to their packages instead.
 #[test]
 fn workers_get_their_cpus_when_the_step_has_part_of_a_domain() {
-    let path = xmls()
-        .into_iter()
-        .find(|p| p.ends_with("power8gpudistances.xml"))
-        .expect("POWER8 XML");
-    let (node, gpus) = load(&path);
+    let (node, gpus) = machine("power8gpudistances.xml");
     let step = node.restrict(&[0, 1, 8, 9, 80, 81]).expect("restrict");
     let cpus = |g: &[PolicyGpu]| -> Vec<Vec<u32>> {
         auto(&step, g, 2, 3, false)
@@ -235,11 +237,7 @@ fn workers_get_their_cpus_on_every_machine() {
 
 #[test]
 fn same_answer_every_time() {
-    let path = xmls()
-        .into_iter()
-        .find(|p| p.ends_with("nvidiaDGX2.xml"))
-        .expect("DGX-2");
-    let (node, gpus) = load(&path);
+    let (node, gpus) = machine("nvidiaDGX2.xml");
     // The file's CPU side is trimmed to 4 PUs: 4 tasks fill it (8 would stack tasks).
     let a = auto(&node, &gpus, 4, 1, false).expect("place");
     let b = auto(&node, &gpus, 4, 1, false).expect("place");
