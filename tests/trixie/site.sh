@@ -75,8 +75,9 @@ script site-check
 check=$(cat "$work/site-check.out")
 tasks=$(grep -c '^lama: task [0-3] ' <<<"$check")
 if [ -z "$ran" ] && grep -q -- '--lama-map' <<<"$check" && grep -q -- '--lama-policy' <<<"$check" && [ "$tasks" = 4 ] \
+  && grep -qxF "$(lama explain --srun | head -n 1)" <<<"$check" \
   && grep -qF "invalid --lama-bind '2q'" <<<"$check"; then
-  ok "the admin guide's walk-through (install, enable, restart, check) as written: the options listed, one line per task, a bad value stopped in srun"
+  ok "the admin guide's walk-through (install, enable, restart, check) as written: the options listed, srun --lama-help's guide (as lama explain --srun), one line per task, a bad value stopped in srun"
   sed 's/^/#   /' <<<"$check"
 else not_ok "the admin guide's walk-through" "$ran" "$check"; fi
 if [ "$(dpkg-query -W -f='${db:Status-Abbrev}' lama-slurm)" = "ii " ] && [ "$(grep -cxF "$include" "$plugstack")" = 1 ] &&
