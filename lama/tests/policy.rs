@@ -360,10 +360,10 @@ proptest::proptest! {
         // No domain's room divides into the workers, though the node has them all: the tasks
         // take the step's threads in core order, a task over two domains when it must.
         // GPU tasks with a package each keep to it instead (fewer CPUs rather than two packages).
-        let pooled = tasks >= used && own_threads.iter().sum::<usize>() < tasks && tasks * workers <= pus;
+        let poolable = tasks >= used && own_threads.iter().sum::<usize>() < tasks && tasks * workers <= pus;
         let own_package = gpu_doms > 0 && tasks >= step.objects(lama::level::Level::Socket).len();
-        let used = if pooled { usize::MAX } else { used };
-        let pooled = pooled && !own_package;
+        let used = if poolable { usize::MAX } else { used };
+        let pooled = poolable && !own_package;
         // Each task's home domain (its first), and how many tasks have each.
         let mut count = vec![0usize; doms.len()];
         for t in &placed {
@@ -388,7 +388,8 @@ proptest::proptest! {
         let fit_workers = tasks * workers <= pus;
         for t in &placed {
             let has: usize = t.domains.iter().map(|&d| room[d]).sum();
-            let want = if pooled { workers } else if tasks < used { workers.min(has) } else if fit_workers { workers } else { 1 };
+            // GPU tasks kept to their packages share what the packages have.
+            let want = if pooled { workers } else if poolable { 1 } else if tasks < used { workers.min(has) } else if fit_workers { workers } else { 1 };
             proptest::prop_assert!(t.cpus.len() >= want, "{name}: a task of {workers} worker(s) has {} CPU(s)", t.cpus.len());
         }
         // Tasks per domain within one of their share, where no domain is full (a domain is full
