@@ -5,7 +5,8 @@
 # (with D-Bus, for slurmd's systemd scope) and its eBPF device filter; and the gpu/nvml plugin
 # (AutoDetect=nvml), configured against NVIDIA's nvml.h (contrib/nvml-dev.sh) and the tests'
 # stand-in libnvidia-ml, which slurmd loads at run time only where gres.conf asks for NVML
-# (tests/slurm/nvml.sh). A finished build is
+# (tests/slurm/nvml.sh); and serializer/json (libjson-c), which oci.conf needs for
+# `srun --container` (tests/containers/). A finished build is
 # reused: the prefix is keyed by the tarball's version and the recipe below, and holds a marker
 # written only after `make install` succeeded.
 #
@@ -20,8 +21,8 @@ die() { echo "slurm-build: $*" >&2; exit 1; }
 
 what=Slurm stem=slurm
 # Changes whenever the configure line or the build's dependencies do (cg2: cgroup v2 added;
-# nvml: the gpu/nvml plugin).
-recipe=cg2-nvml
+# nvml: the gpu/nvml plugin; json: serializer/json, for oci.conf).
+recipe=cg2-nvml-json
 # shellcheck source=contrib/cached-build.sh
 source "$top/contrib/cached-build.sh"
 
@@ -33,7 +34,7 @@ fi
 cached_prefix "$tarball"
 
 "$top/contrib/deps.sh" build-essential libmunge-dev munge libhwloc-dev hwloc libpmix-dev pkg-config python3 xz-utils \
-  libdbus-1-dev linux-libc-dev
+  libdbus-1-dev linux-libc-dev libjson-c-dev
 
 pmix=$(dirname "$(dirname "$(dpkg -L libpmix-dev | grep '/include/pmix.h$' | head -n 1)")")
 [ -d "$pmix" ] || die "cannot find PMIx's headers from libpmix-dev"
@@ -54,7 +55,7 @@ steps() {
   make install >>"$log" 2>&1
 }
 cached_build steps
-for p in mpi_pmix.so mpi_pmi2.so cgroup_v1.so cgroup_v2.so task_affinity.so task_cgroup.so gres_gpu.so gpu_nvml.so; do
+for p in mpi_pmix.so mpi_pmi2.so cgroup_v1.so cgroup_v2.so task_affinity.so task_cgroup.so gres_gpu.so gpu_nvml.so serializer_json.so; do
   [ -f "$prefix/lib/slurm/$p" ] || die "the build has no $p (log: $log)"
 done
 cached_done
