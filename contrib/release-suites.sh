@@ -2,7 +2,8 @@
 # Another Slurm release at run time: builds it from its source tarball (contrib/slurm-build.sh,
 # cached), the plugin against its headers, and runs the suites every release sites run must pass
 # on a sandbox of its daemons: Slurm's options beside lama's (beside.sh), TASK_MAP (layouts.sh,
-# topology.sh), the policy (policy.sh) and the task, cgroup and GRES configurations (configs.sh).
+# topology.sh), the policy (policy.sh), the task, cgroup and GRES configurations (configs.sh) and
+# tasks in pyxis containers (tests/containers/pyxis.sh).
 # The test command runs it for Slurm 25.11; the admin guide's release table says which release
 # runs what, and 25.05 runs it by hand:
 #   contrib/release-suites.sh ../shared/vendor/slurm/slurm-25.05.8.tar.xz
@@ -44,6 +45,8 @@ export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
   suite tests/slurm/policy.sh target/debug/lama "$plugin"
   suite tests/slurm/beside.sh target/debug/lama "$plugin"
   suite tests/slurm/configs.sh target/debug/lama "$plugin" $other
+  suite tests/containers/pyxis.sh target/debug/lama "$plugin" \
+    "$(contrib/pyxis-build.sh "$prefix/include")/spank_pyxis.so" "$(contrib/enroot-build.sh)"
 } 2>&1 | sed -E "s/^(not ok|ok|skip) - /&[Slurm $version] /"
 contrib/sandbox.sh stop >/dev/null 2>&1
 done_testing

@@ -8,7 +8,8 @@
 # failure does to the node, `lama check` on running jobs, a short load, and the scale suite on a
 # sandbox of 64 nodes; SchedMD's own expect tests on placement, environment, SPANK and task
 # launch, each run without lama, with its defaults and under a site's policy=auto
-# (tests/schedmd/, beside the guest); then the Flux shell plugin on
+# (tests/schedmd/, beside the guest); tasks in pyxis + enroot containers (tests/containers/,
+# enroot and pyxis built once and cached); then the Flux shell plugin on
 # real Flux instances (flux-core built once by contrib/flux-build.sh, cached outside the tree); a
 # few seconds of fuzzing per target, the packages and the pictures. A qemu guest (contrib/guest.sh:
 # systemd, cgroup v2, two NUMA nodes and three CPU-less memory tiers, hardware threads; its image built once and cached) runs
@@ -101,6 +102,9 @@ flux_prefix=$(contrib/flux-build.sh)
 cargo build --quiet -p lama-flux
 
 
+# enroot (built once, cached) for the pyxis suite of every release (tests/containers/).
+enroot_prefix=$(contrib/enroot-build.sh)
+
 # Each release's cluster tests load the plugin built against that release's headers; the
 # plugin of another tested release must be refused.
 version_of() { contrib/slurm-version.sh "$1"; }
@@ -147,6 +151,7 @@ for r in "${releases[@]}"; do
     suite tests/slurm/check.sh target/debug/lama "$plugin"
     suite tests/slurm/load.sh target/debug/lama "$plugin"
     suite tests/slurm/scale.sh target/debug/lama "$plugin"
+    suite tests/containers/pyxis.sh target/debug/lama "$plugin" "$(contrib/pyxis-build.sh "$include")/spank_pyxis.so" "$enroot_prefix"
     contrib/sandbox.sh stop >/dev/null
   ) 2>&1 | sed -E "s/^(not ok|ok|skip) - /&[Slurm $version] /" | tee -a "$log"
 done

@@ -19,7 +19,9 @@ use lama::environ::{
     exec_limit, export_bytes, tasks_must_check, variable_fits, Group, Withheld, MAX_TASK_MAP_BLOCKS,
 };
 use lama::locality::{gpus_per_task, Locality, Weights};
-use lama::plugin::{GpuVisibility, NodeDevices, Options, Placing, Settings, TaskBinding};
+use lama::plugin::{
+    GpuVisibility, NodeDevices, Options, Placing, Settings, TaskBinding, OMP_VARIABLES,
+};
 use lama::slurm::node_order::STEP_ORDER_VAR;
 use lama::slurm::{check_step_map, MapCheck, StepEnv};
 use lama::taskmap::{rfc34, TaskMap};
@@ -40,6 +42,7 @@ pub(crate) fn log(level: LogLevel, msg: &str) {
 
 mod affinity;
 mod auto;
+mod containers;
 mod exports;
 mod node;
 mod once;
@@ -148,6 +151,10 @@ struct Step {
     /// job's own.
     omp: Vec<Vec<(String, String)>>,
     omp_replace: bool,
+    /// The OpenMP variables the job itself set, seen in `user_init`: the user's, which lama's do
+    /// not replace. One that appears only by `task_init` came from another plugin (a container
+    /// image's environment under pyxis) and is replaced.
+    job_omp: Vec<&'static str>,
     placing: bool,
     /// False with `topology=FILE`: CPUs are computed and exported, not bound.
     bind: bool,
@@ -276,6 +283,10 @@ impl Lama {
             verbose: self.settings.verbose || self.user.verbose,
             manage_taskmap: self.settings.taskmap && !self.user.off,
             asked: self.user.any(),
+            job_omp: OMP_VARIABLES
+                .into_iter()
+                .filter(|k| matches!(spank.getenv(k), Ok(Some(_))))
+                .collect(),
             ..Step::default()
         };
         let ranks = match node_ranks(spank) {

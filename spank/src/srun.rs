@@ -17,6 +17,14 @@ pub(crate) fn binding_asked(spank: &SpankHandle) -> Option<String> {
     lama::slurm::slurm_binding_asked(&options, |k| std::env::var(k).ok())
 }
 
+/// Whether the step runs in pyxis containers and pyxis runs after lama (its image's variables
+/// would then replace lama's in the tasks).
+fn containers_after_lama(spank: &SpankHandle) -> bool {
+    let options = own_options(spank, Context::Local);
+    lama::slurm::containers::pyxis_container_asked(&options, |k| std::env::var(k).ok())
+        && crate::containers::pyxis_after_lama()
+}
+
 /// srun's, sbatch's or salloc's own options: its command line, less srun's program and its
 /// arguments (sbatch's and salloc's programs are not told apart).
 pub(crate) fn own_options(spank: &SpankHandle, ctx: Context) -> Vec<String> {
@@ -58,6 +66,12 @@ impl Lama {
             log(LogLevel::Verbose, &format!("lama: {why}"));
         }
         std::env::remove_var(room::STEP_SLURM_BINDING);
+        if !self.user.off && containers_after_lama(spank) {
+            log(
+                LogLevel::Info,
+                &format!("lama: {}", lama::slurm::containers::pyxis_order_note()),
+            );
+        }
         // MPI launcher daemons (started with --cpu-bind=none) are left alone on the nodes.
         if matches!(
             self.settings.placing(&self.user, None),

@@ -14,7 +14,7 @@
 
 use lama::environ::{fit, ExecSize, Group};
 use lama::idset::format_list;
-use lama::plugin::{placed_in, verbose_extras, verbose_mems, OMP_VARIABLES};
+use lama::plugin::{placed_in, verbose_extras, verbose_mems};
 use lama::slurm::gpu_bind::{binds_gpus_by_mask, domain_of, follow_domains, mask_list};
 use lama::slurm::gpu_by_id::by_id;
 use lama::slurm::{check_task, cpu_bind_env, cpu_bind_line, cpu_bind_verbose};
@@ -264,10 +264,7 @@ fn place(
     }
     let mut omp = st.omp.get(slot).cloned().unwrap_or_default();
     if !omp.is_empty() && !st.omp_replace {
-        let set: Vec<&str> = OMP_VARIABLES
-            .into_iter()
-            .filter(|k| matches!(spank.getenv(k), Ok(Some(_))))
-            .collect();
+        let set = &st.job_omp;
         if !set.is_empty() {
             if spank.task_id().map(|id| id == 0).unwrap_or(false) {
                 tell!(st, "lama: note: the job sets {}, so lama's OpenMP places are not exported (--lama-omp-override replaces them)",

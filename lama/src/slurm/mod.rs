@@ -16,12 +16,14 @@
 //! | [`reserved`] | hardware threads a job keeps for the system (`--thread-spec`) |
 //! | [`checks`] | the task map against Slurm's items on a node; `SLURM_CPU_BIND*` for lama's binding |
 //! | [`hostfile`] | host files for Slurm's arbitrary distribution, written from a LAMA map |
+//! | [`containers`] | steps in pyxis containers: which plugin has the last word on the task's variables |
 //! | [`launcher`] | MPI launchers in an allocation: their daemon steps, Open MPI rankfiles, Hydra and Intel MPI arguments |
 //!
 //! The most used items are re-exported here (`lama::slurm::StepEnv`).
 
 pub mod binding;
 pub mod checks;
+pub mod containers;
 pub mod distribution;
 pub mod gpu_bind;
 pub mod gpu_by_id;
