@@ -58,6 +58,14 @@ pub const PAGES: &[Page] = &[
         exit: &[("COMMAND's", "once the command runs"), ("2", "the rank cannot be placed (one line says why)"), ("126", "COMMAND cannot run"), ("127", "COMMAND is not found")],
     },
     Page {
+        name: "oci-run",
+        examples: &[
+            ("RunTimeRun=\"lama oci-run crun --root=/run/crun run --bundle %b %n.%u.%j.%s.%t\"", "oci.conf: each srun --container task keeps its CPUs under crun"),
+            ("RunTimeRun=\"lama oci-run runc --root=/run/runc run -b %b %n.%u.%j.%s.%t\"", "the same with runc (the container's id last)"),
+        ],
+        exit: &[("container's", "the container's exit status, as the runtime's run gives it (128 + signal)"), ("1", "the runtime's create or start failed"), ("2", "no `run` or no container id in the line"), ("127", "the runtime cannot be run")],
+    },
+    Page {
         name: "taskmap",
         examples: &[
             ("lama taskmap --to raw '[[0,2,4,1]]'", "task ids per node of an RFC 34 map"),

@@ -10,6 +10,7 @@ mod exec;
 mod explain;
 mod generate;
 mod hostfile;
+mod oci;
 mod plan;
 mod svg;
 mod taskmap;
@@ -52,6 +53,9 @@ enum Cmd {
     Hostfile(hostfile::HostfileArgs),
     /// Check a running job's placement: where its tasks and threads really run, and what is wrong.
     Check(check::CheckArgs),
+    /// Run an OCI runtime's `run` for Slurm's oci.conf (RunTimeRun) so that each container keeps
+    /// its task's CPUs (crun 1.25+ and runc 1.2.7+ reset them otherwise).
+    OciRun(oci::OciRunArgs),
     /// Read one node's share of a running step (`lama check`'s probe runs this).
     #[command(hide = true)]
     CheckProbe(check::probe::ProbeArgs),
@@ -122,6 +126,7 @@ fn main() -> ExitCode {
         Cmd::Taskmap(a) => taskmap::run(a),
         Cmd::Hostfile(a) => hostfile::run(a),
         Cmd::Check(a) => check::run(a),
+        Cmd::OciRun(a) => oci::run(a),
         Cmd::CheckProbe(a) => check::probe::run(a),
         Cmd::NodeReport(a) => plan::slurm_job::node_report(a),
         Cmd::XmlReason { file } => match lama::NodeTopology::from_xml_file(&file) {

@@ -1,6 +1,7 @@
-//! Containers a SPANK plugin starts (pyxis): where pyxis stands in the plugin stack. Slurm loads
-//! the plugins of plugstack.conf one after the other, in the file's order, before calling any,
-//! so the dynamic loader's list of loaded objects gives that order.
+//! Containers: where pyxis stands in the plugin stack (Slurm loads the plugins of
+//! plugstack.conf one after the other, in the file's order, before calling any, so the dynamic
+//! loader's list of loaded objects gives that order), and how oci.conf runs the containers of
+//! an `srun --container` step.
 
 use std::ffi::CStr;
 
@@ -64,4 +65,21 @@ fn loaded_objects() -> Vec<String> {
         libc::dl_iterate_phdr(Some(each), (&mut names as *mut Vec<String>).cast());
     }
     names
+}
+
+/// The warning node 0 gives for an `srun --container` step (`SLURM_CONTAINER` in the job's
+/// environment) whose oci.conf, beside slurmd's slurm.conf, runs the containers without
+/// `lama oci-run`.
+pub(crate) fn oci_note() -> Option<String> {
+    crate::room::var("SLURM_CONTAINER").filter(|b| !b.is_empty())?;
+    // slurmd puts the path of the slurm.conf it reads into its environment, which slurmstepd has.
+    let conf = std::env::var_os("SLURM_CONF")?;
+    let oci = std::path::Path::new(&conf).with_file_name("oci.conf");
+    let text = lama::limits::read_text(&oci, 1 << 20).ok()?;
+    match lama::slurm::containers::oci_runtime(&text) {
+        lama::slurm::containers::OciRuntime::Other(line) => {
+            Some(lama::slurm::containers::oci_runtime_note(&line))
+        }
+        _ => None,
+    }
 }

@@ -411,6 +411,9 @@ impl Lama {
                 st.failure = Some(e);
             }
         }
+        if st.placing && st.failure.is_none() && st.nodeid == 0 && st.warning.is_none() {
+            st.warning = containers::oci_note();
+        }
         self.room(&mut st);
         st
     }
