@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds crun (an OCI runtime) from its vendored source tarball into a prefix outside the
-# repository, for the container work of issue 76: crun from 1.25 resets the CPU affinity a
-# container's first process inherits, which Slurm's `--container` steps run into. A finished
-# build is reused: the prefix is keyed by the tarball's version and holds a marker written only
-# after `make install` and a version check succeeded. Not yet used by the test command.
+# repository, for tests/containers/oci.sh: crun from 1.25 resets the CPU affinity a container's
+# first process inherits, which Slurm's `--container` steps run into (and `lama oci-run` undoes).
+# A finished build is reused: the prefix is keyed by the tarball's version and holds a marker
+# written only after `make install` and a version check succeeded.
 #
 # Usage: contrib/crun-build.sh [TARBALL]     prints the prefix on stdout
 #   TARBALL  default: the newest ../shared/vendor/containers/crun-X.Y.Z*.tar.* beside the repository

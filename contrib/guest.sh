@@ -40,7 +40,10 @@ case $dist in
     packages=("${common[@]}" libpmix2
       # What the host-built flux-core (contrib/flux-build.sh, shared read-only) needs to run here.
       libzmq5 libjansson4 liblz4-1 libarchive13 libsqlite3-0 lua5.3 liblua5.3-0 lua-posix
-      libpython3.11 python3-cffi python3-ply python3-yaml jq) ;;
+      libpython3.11 python3-cffi python3-ply python3-yaml jq
+      # What the host-built crun (contrib/crun-build.sh, shared read-only) needs, and a static
+      # shell for its containers' root (tests/guest/suite.sh).
+      libyajl2 busybox-static) ;;
   # A site as Debian 13 ships it: Slurm 24.11 from the distribution, run by its own units; the
   # host-built lama command runs here on hwloc 2.12.
   # Kernel 6.12 under TCG can lose a halted vCPU's one-shot timer wakeup (RCU stalls, a boot

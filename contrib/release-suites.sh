@@ -3,7 +3,7 @@
 # cached), the plugin against its headers, and runs the suites every release sites run must pass
 # on a sandbox of its daemons: Slurm's options beside lama's (beside.sh), TASK_MAP (layouts.sh,
 # topology.sh), the policy (policy.sh), the task, cgroup and GRES configurations (configs.sh) and
-# tasks in pyxis containers (tests/containers/pyxis.sh).
+# tasks in pyxis containers, Slurm's OCI containers and Charliecloud (tests/containers/).
 # The test command runs it for Slurm 25.11; the admin guide's release table says which release
 # runs what, and 25.05 runs it by hand:
 #   contrib/release-suites.sh ../shared/vendor/slurm/slurm-25.05.8.tar.xz
@@ -47,6 +47,8 @@ export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
   suite tests/slurm/configs.sh target/debug/lama "$plugin" $other
   suite tests/containers/pyxis.sh target/debug/lama "$plugin" \
     "$(contrib/pyxis-build.sh "$prefix/include")/spank_pyxis.so" "$(contrib/enroot-build.sh)"
+  suite tests/containers/oci.sh target/debug/lama "$plugin" "$(contrib/crun-build.sh)/bin/crun"
+  suite tests/containers/charliecloud.sh target/debug/lama "$plugin"
 } 2>&1 | sed -E "s/^(not ok|ok|skip) - /&[Slurm $version] /"
 contrib/sandbox.sh stop >/dev/null 2>&1
 done_testing

@@ -42,6 +42,8 @@
 #   top switch, or topology/block with one block per GROUP; in the order given, which from Slurm 26.05
 #   on is the order a block step's nodes take their tasks in),
 #   LAMA_SANDBOX_SELECT_PARAMS (SelectTypeParameters, default CR_Core; e.g. CR_Core,CR_NO_DIST_TOPO_BLOCK),
+#   LAMA_SANDBOX_OCI_CONF (a file copied as the cluster's oci.conf, beside slurm.conf: steps may
+#   then run in OCI containers, `srun --container=BUNDLE`; needs a Slurm with serializer/json),
 #   LAMA_SANDBOX_CONF_EXTRA (more slurm.conf lines, e.g. AllowSpecResourcesUsage=yes),
 #   LAMA_SANDBOX_CONSTRAIN_DEVICES=1 (ConstrainDevices=yes; without LAMA_SANDBOX_CGROUP=1 this uses
 #   task/cgroup alone, so that nodes may be declared bigger than the machine),
@@ -298,6 +300,8 @@ start() {
   [ -z "$busy" ] || die "ports $busy are already in use here (another sandbox, or another program): choose another LAMA_SANDBOX_PORT"
   rm -rf "$dir"
   write_conf
+  [ -z "${LAMA_SANDBOX_OCI_CONF:-}" ] || cp "$LAMA_SANDBOX_OCI_CONF" "$dir/oci.conf" ||
+    die "cannot read LAMA_SANDBOX_OCI_CONF=$LAMA_SANDBOX_OCI_CONF"
   mungekey --create --keyfile="$dir/munge/munge.key" >/dev/null 2>&1
   chmod 0400 "$dir/munge/munge.key"
   clean_env munged --socket="$dir/munge/munge.socket.2" --key-file="$dir/munge/munge.key" \

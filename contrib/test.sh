@@ -8,8 +8,9 @@
 # failure does to the node, `lama check` on running jobs, a short load, and the scale suite on a
 # sandbox of 64 nodes; SchedMD's own expect tests on placement, environment, SPANK and task
 # launch, each run without lama, with its defaults and under a site's policy=auto
-# (tests/schedmd/, beside the guest); tasks in pyxis + enroot containers (tests/containers/,
-# enroot and pyxis built once and cached); then the Flux shell plugin on
+# (tests/schedmd/, beside the guest); tasks in pyxis + enroot containers, in Slurm's own OCI
+# containers under runc and crun, and in Charliecloud (tests/containers/; enroot, pyxis and crun
+# built once and cached); then the Flux shell plugin on
 # real Flux instances (flux-core built once by contrib/flux-build.sh, cached outside the tree); a
 # few seconds of fuzzing per target, the packages and the pictures. A qemu guest (contrib/guest.sh:
 # systemd, cgroup v2, two NUMA nodes and three CPU-less memory tiers, hardware threads; its image built once and cached) runs
@@ -59,6 +60,7 @@ export LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-$base}
 # Clean-up only: the trap must not change the exit status, so under set -e nothing in it may fail
 # (the SchedMD run it would kill has usually ended by then).
 trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true; rm -f "$log"
+  [ -z "${crun_pid:-}" ] || kill "$crun_pid" >/dev/null 2>&1 || true
   [ -z "${beside_pid:-}" ] || kill "$beside_pid" >/dev/null 2>&1 || true
   if [ -n "${schedmd_pid:-}" ]; then
     kill "$schedmd_pid" >/dev/null 2>&1 || true
@@ -71,6 +73,12 @@ include_ignored=()
 cargo test --workspace -- ${include_ignored[@]+"${include_ignored[@]}"} 2>&1 | tee "$log"
 # The accounting below, proven first against sabotaged runs (a few seconds).
 suite tests/harness-sabotage.sh | tee -a "$log"
+
+# crun 1.27.1 for the OCI suite (tests/containers/), built once (cached) beside the Slurm, header
+# and flux-core builds below; waited for before the first sandbox.
+crun_log=$(mktemp)
+nice contrib/crun-build.sh >"$crun_log" 2>&1 &
+crun_pid=$!
 
 # Slurm prefixes to test besides Debian's packages (built before the header checks, which also
 # build against their headers).
@@ -110,6 +118,12 @@ enroot_prefix=$(contrib/enroot-build.sh)
 version_of() { contrib/slurm-version.sh "$1"; }
 releases=("/usr")
 for p in "${prefixes[@]}"; do releases+=("$p"); done
+crun_built=1
+wait "$crun_pid" || crun_built=0
+crun_pid=""
+crun_prefix=$(tail -n 1 "$crun_log")
+[ "$crun_built" = 1 ] || { echo "not ok - crun builds (contrib/crun-build.sh)"; sed 's/^/#   /' "$crun_log"; } | tee -a "$log"
+rm -f "$crun_log"
 for r in "${releases[@]}"; do
   include=$r/include
   version=$(version_of "$include")
@@ -152,6 +166,8 @@ for r in "${releases[@]}"; do
     suite tests/slurm/load.sh target/debug/lama "$plugin"
     suite tests/slurm/scale.sh target/debug/lama "$plugin"
     suite tests/containers/pyxis.sh target/debug/lama "$plugin" "$(contrib/pyxis-build.sh "$include")/spank_pyxis.so" "$enroot_prefix"
+    suite tests/containers/oci.sh target/debug/lama "$plugin" "$crun_prefix/bin/crun"
+    suite tests/containers/charliecloud.sh target/debug/lama "$plugin"
     contrib/sandbox.sh stop >/dev/null
   ) 2>&1 | sed -E "s/^(not ok|ok|skip) - /&[Slurm $version] /" | tee -a "$log"
 done
@@ -199,7 +215,7 @@ schedmd_pid=$!
 schedmd_started=$(date +%s)
 
 echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes and memory tiers, hardware threads (contrib/guest.sh) [at $(( $(date +%s) - started )) s]"
-LAMA_GUEST_FLUX=$flux_prefix LAMA_GUEST_FLUX_PLUGIN=target/debug/liblama_flux.so \
+LAMA_GUEST_FLUX=$flux_prefix LAMA_GUEST_FLUX_PLUGIN=target/debug/liblama_flux.so LAMA_GUEST_CRUN=$crun_prefix \
   suite tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
 
 echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM [at $(( $(date +%s) - started )) s]"

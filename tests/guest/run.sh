@@ -8,6 +8,8 @@
 #   PLUGINS_DIR holds VERSION/liblama_spank.so for each release (tests/headers.sh's layout).
 #   With LAMA_GUEST_FLUX=FLUX_PREFIX (contrib/flux-build.sh's) and LAMA_GUEST_FLUX_PLUGIN=SO,
 #   Flux runs there too (tests/guest/flux.sh), its prefix shared read-only at the same path.
+#   With LAMA_GUEST_CRUN=CRUN_PREFIX (contrib/crun-build.sh's), suite.sh runs `srun --container`
+#   steps under that crun, shared read-only at the same path.
 # Prints the suite's lines, and the time the guest took.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,6 +25,8 @@ shares=("top=$top")
 for p in "${prefixes[@]}"; do shares+=("p=$p"); done
 flux=${LAMA_GUEST_FLUX:-}
 [ -z "$flux" ] || shares+=("f=$flux")
+crun=${LAMA_GUEST_CRUN:-}
+[ -z "$crun" ] || shares+=("c=$crun")
 trap '"$top/contrib/guest.sh" stop "$run" >/dev/null 2>&1; rm -rf "$run"' EXIT
 if ! "$top/contrib/guest.sh" start "$run" "${shares[@]}" 2>"$run/start.err"; then
   echo "not ok - the guest boots"
@@ -42,7 +46,7 @@ for p in /usr "${prefixes[@]}"; do
   fi
   t=$(date +%s)
   # A guest that dies half-way (its OOM killer, a TCG stall) ends the suite without its end line.
-  "$top/contrib/guest.sh" ssh "$run" bash "$top/tests/guest/suite.sh" "$p" "$lama" "$plugin" "$top" 2>&1 | tee "$run/suite.out"
+  "$top/contrib/guest.sh" ssh "$run" env LAMA_GUEST_CRUN="$crun" bash "$top/tests/guest/suite.sh" "$p" "$lama" "$plugin" "$top" 2>&1 | tee "$run/suite.out"
   verdict suite.sh "${PIPESTATUS[0]}" "$run/suite.out" | sed "s/^not ok - /&[guest, Slurm $version] /"
   echo "# Slurm $version in the guest: $(( $(date +%s) - t )) s"
 done

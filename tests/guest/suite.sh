@@ -453,6 +453,46 @@ PATH=$(dirname "$lama"):$PATH python3 "$top/tests/examples.py" run guest none 0 
   sed -E "s/^(not )?ok - /&[guest, Slurm $release] /"
 
 
+# --- Slurm's OCI containers under crun 1.27.1 (issue 76) ------------------------------------
+# With LAMA_GUEST_CRUN (contrib/crun-build.sh's prefix, shared read-only) and a Slurm that writes
+# the task's environment into each container (not Debian's 22.05): `srun --container` on cgroup
+# v2 with ConstrainCores. crun resets each container's affinity to its cgroup's CPUs (the
+# step's), and the node says so once; through `lama oci-run` every task keeps lama's CPUs,
+# memory policy and variables, as the same step outside a container.
+if [ -n "${LAMA_GUEST_CRUN:-}" ] && [ "$prefix" != /usr ]; then
+  crun=$LAMA_GUEST_CRUN/bin/crun
+  bundle=$work/bundle
+  mkdir -p "$bundle/rootfs"/{bin,usr/bin,proc,sys,dev,tmp,etc}
+  cp /bin/busybox "$bundle/rootfs/bin/"
+  for c in sh cat grep cut; do ln -s /bin/busybox "$bundle/rootfs/bin/$c"; ln -s /bin/busybox "$bundle/rootfs/usr/bin/$c"; done
+  (cd "$bundle" && "$crun" spec && jq '.process.terminal = false' config.json >c && mv c config.json)
+  report='echo "rank=$SLURM_PROCID cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$(grep -m1 -o "[a-z]*:[0-9]* heap" /proc/self/numa_maps | cut -d" " -f1) LAMA_CPUS=$LAMA_CPUS LAMA_MEMS=$LAMA_MEMS TASK_MAP=$TASK_MAP"'
+  oci_conf() {
+    local rt="$crun --cgroup-manager=disabled --root=$work/crun-state" id="%n.%u.%j.%s.%t"
+    printf 'RunTimeQuery="%s state %s"\nRunTimeKill="%s kill -a %s"\nRunTimeDelete="%s delete --force %s"\nRunTimeRun="%s%s run --bundle %%b %s"\n' \
+      "$rt" "$id" "$rt" "$id" "$rt" "$id" "$1" "$rt" "$id" >/etc/slurm/oci.conf
+  }
+  step=(-n2 -c2 --lama-map=csbnh --lama-bind=1c --lama-mem=local)
+  host=$(run "${step[@]}" sh -c "$report" 2>&1 | sort)
+  # Outside a container each task runs on its LAMA_CPUS (the binding against lama plan is
+  # checked by the cases above).
+  bound=$(awk '{c = $2; sub("cpus=", "", c); l = $4; sub("LAMA_CPUS=", "", l); if (c == l && c != "") n++} END {print n + 0}' <<<"$host")
+  oci_conf ""
+  plain=$(run "${step[@]}" --container="$bundle" sh -c "$report" 2>"$work/oci.err" | sort)
+  warned=$(grep -c 'not through `lama oci-run`' "$work/oci.err")
+  oci_conf "$lama oci-run "
+  kept=$(run "${step[@]}" --container="$bundle" sh -c "$report" 2>"$work/oci2.err" | sort)
+  rm -f /etc/slurm/oci.conf
+  if [ "$(wc -l <<<"$host")" = 2 ] && [ "$bound" = 2 ] && grep -q 'TASK_MAP={' <<<"$host" && grep -q 'mem=bind:' <<<"$host" &&
+    [ "$(sed 's/cpus=[^ ]* //' <<<"$plain")" = "$(sed 's/cpus=[^ ]* //' <<<"$host")" ] &&
+    [ "$(cut -d' ' -f2 <<<"$plain" | sort -u | wc -l)" = 1 ] && [ "$plain" != "$host" ] && [ "$warned" = 1 ]; then
+    ok "[guest, Slurm $release] crun $("$crun" --version | awk '/^crun version/ {print $3}') as it is, cgroup v2: both tasks widened to $(cut -d' ' -f2 <<<"$plain" | sort -u) (the step's CPUs), memory policy and variables kept; node 0 says so once"
+  else not_ok "[guest, Slurm $release] crun as it is under cgroup v2 (want both tasks widened to the same CPUs, one warning)" "outside:" "$host" "in crun:" "$plain" "$(cat "$work/oci.err")"; fi
+  if [ -n "$kept" ] && [ "$kept" = "$host" ] && ! grep -q 'lama' "$work/oci2.err"; then
+    ok "[guest, Slurm $release] crun through lama oci-run, cgroup v2: every task's CPUs ($(cut -d' ' -f2 <<<"$kept" | paste -sd' ' -)), memory policy, TASK_MAP and LAMA_* as outside a container"
+  else not_ok "[guest, Slurm $release] crun through lama oci-run under cgroup v2" "outside:" "$host" "through lama oci-run:" "$kept" "$(cat "$work/oci2.err")"; fi
+fi
+
 # --- core specialization without cgroup core confinement (issue 48, case 5) ------------------
 # CoreSpecCount=1, then CpuSpecList=2,3 (core 1), and TaskPlugin=task/affinity alone: slurmd pins
 # itself to the specialized CPUs and every slurmstepd inherits that affinity. The CPUs lama may
