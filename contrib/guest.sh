@@ -48,7 +48,9 @@ case $dist in
   # host-built lama command runs here on hwloc 2.12.
   # Kernel 6.12 under TCG can lose a halted vCPU's one-shot timer wakeup (RCU stalls, a boot
   # that hangs): a periodic tick on every CPU recovers from that.
-  trixie) release=13 packages=("${common[@]}") cmdline=(nohz=off) ;;
+  # jq, libyajl2 and busybox-static: the host-built crun's containers (tests/guest/suite.sh).
+  trixie) release=13 packages=("${common[@]}" jq libyajl2 busybox-static charliecloud-runtime)
+    cmdline=(nohz=off) ;;
   *) echo "guest: LAMA_GUEST_DIST must be bookworm or trixie, not '$dist'" >&2; exit 2 ;;
 esac
 extra=${LAMA_GUEST_EXTRA:-}

@@ -240,7 +240,7 @@ beside_pid=$!
 beside_started=$(date +%s)
 
 echo "== a site on Debian 13: lama built there (hwloc 2.12, Slurm 24.11), its package in a Debian 13 guest on Debian's Slurm 24.11 (tests/trixie/) [at $(( $(date +%s) - started )) s]"
-suite tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
+LAMA_GUEST_CRUN=$crun_prefix suite tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
 
 collect "Open MPI's mapper, fuzzing and the Flux suites" "$beside_pid" "$beside_started" "$beside_log"
 beside_pid=""

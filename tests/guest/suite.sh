@@ -455,11 +455,12 @@ PATH=$(dirname "$lama"):$PATH python3 "$top/tests/examples.py" run guest none 0 
 
 # --- Slurm's OCI containers under crun 1.27.1 (issue 76) ------------------------------------
 # With LAMA_GUEST_CRUN (contrib/crun-build.sh's prefix, shared read-only) and a Slurm that writes
-# the task's environment into each container (not Debian's 22.05): `srun --container` on cgroup
-# v2 with ConstrainCores. crun resets each container's affinity to its cgroup's CPUs (the
-# step's), and the node says so once; through `lama oci-run` every task keeps lama's CPUs,
-# memory policy and variables, as the same step outside a container.
-if [ -n "${LAMA_GUEST_CRUN:-}" ] && [ "$prefix" != /usr ]; then
+# the task's environment into each container (not 22.05): `srun --container` on cgroup v2 with
+# ConstrainCores. crun resets each container's affinity to its cgroup's CPUs (the step's), and
+# the node says so once; through `lama oci-run` every task keeps lama's CPUs, memory policy and
+# variables, as the same step outside a container. With LAMA_GUEST_CHARLIECLOUD=1, `ch-run`
+# inside the same step's tasks too.
+if [ -n "${LAMA_GUEST_CRUN:-}" ] && [[ $release != 22.05* ]]; then
   crun=$LAMA_GUEST_CRUN/bin/crun
   bundle=$work/bundle
   mkdir -p "$bundle/rootfs"/{bin,usr/bin,proc,sys,dev,tmp,etc}
@@ -483,6 +484,13 @@ if [ -n "${LAMA_GUEST_CRUN:-}" ] && [ "$prefix" != /usr ]; then
   oci_conf "$lama oci-run "
   kept=$(run "${step[@]}" --container="$bundle" sh -c "$report" 2>"$work/oci2.err" | sort)
   rm -f /etc/slurm/oci.conf
+  if [ "${LAMA_GUEST_CHARLIECLOUD:-}" = 1 ]; then
+    echo "$report" >"$bundle/rootfs/report.sh"
+    ch=$(run "${step[@]}" env USER=root ch-run --no-passwd "$bundle/rootfs" -- sh /report.sh 2>&1 | sort)
+    if [ -n "$ch" ] && [ "$ch" = "$host" ]; then
+      ok "[guest, Slurm $release] Charliecloud $(USER=root ch-run --version 2>&1) inside each task: its CPUs, memory policy, TASK_MAP and LAMA_* as outside a container"
+    else not_ok "[guest, Slurm $release] Charliecloud inside each task" "outside:" "$host" "in ch-run:" "$ch"; fi
+  fi
   if [ "$(wc -l <<<"$host")" = 2 ] && [ "$bound" = 2 ] && grep -q 'TASK_MAP={' <<<"$host" && grep -q 'mem=bind:' <<<"$host" &&
     [ "$(sed 's/cpus=[^ ]* //' <<<"$plain")" = "$(sed 's/cpus=[^ ]* //' <<<"$host")" ] &&
     [ "$(cut -d' ' -f2 <<<"$plain" | sort -u | wc -l)" = 1 ] && [ "$plain" != "$host" ] && [ "$warned" = 1 ]; then

@@ -9,6 +9,8 @@
 # under policy=auto (tests/schedmd/differential.sh; the guest image has what SchedMD's tests need).
 # Usage: tests/trixie/run.sh LAMA OLD_DEB
 #   LAMA this machine's lama; OLD_DEB the package built here for Debian 12's 22.05.
+# Environment: LAMA_GUEST_CRUN=CRUN_PREFIX (contrib/crun-build.sh's): `srun --container` steps
+#   under that crun and Charliecloud inside tasks, on Debian's 24.11 (tests/guest/suite.sh).
 # Prints one "ok - ..." or "not ok - ..." line per check, and the time each part took.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -52,8 +54,9 @@ else not_ok "plans in the Debian 13 root" "$(cat "$work/plans.err")"; fi
 
 # --- the Debian 13 guest -----------------------------------------------------------------------
 t=$(date +%s)
+crun=${LAMA_GUEST_CRUN:-}
 if ! LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" start "$run" "top=$top" "out=$out" "old=$(dirname "$old")" \
-  "s=$(realpath "$shared/vendor/slurm-testsuite")" 2>"$work/start.err"; then
+  "s=$(realpath "$shared/vendor/slurm-testsuite")" ${crun:+"c=$crun"} 2>"$work/start.err"; then
   not_ok "the Debian 13 guest boots" "$(cat "$work/start.err")" "$(tail -n 30 "$run"/console-*.log 2>/dev/null)"
   exit 0
 fi
@@ -69,7 +72,8 @@ if guest "cp /etc/slurm/plugstack.conf /root/plugstack.conf.debian && dpkg -i '$
     bash "$top/tests/schedmd/differential.sh" "$(realpath "$shared/vendor/slurm-testsuite")" "$plugin" \
     /etc/slurm/plugstack.conf 'test7.11!')
   # A guest that dies half-way ends a suite without its end line; ssh's status is the suite's.
-  guest "$(printf '%q ' env LAMA_GUEST_UNITS=debian LAMA_GUEST_FIRST="$first" bash "$top/tests/guest/suite.sh" \
+  guest "$(printf '%q ' env LAMA_GUEST_UNITS=debian LAMA_GUEST_FIRST="$first" LAMA_GUEST_CRUN="$crun" \
+    LAMA_GUEST_CHARLIECLOUD=1 bash "$top/tests/guest/suite.sh" \
     /usr /usr/bin/lama "$plugin" "$top")" 2>&1 | tee "$work/suite.out"
   verdict suite.sh "${PIPESTATUS[0]}" "$work/suite.out" | sed "s/^not ok - /&$tap_prefix/"
   echo "# the guest suite on Debian 13, SchedMD's test7.11 included: $(( $(date +%s) - t )) s"
