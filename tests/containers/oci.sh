@@ -12,10 +12,13 @@ crun=$(realpath "$3")
 source "$(dirname "$0")/../slurm/lib.sh"
 
 "$top/contrib/deps.sh" busybox-static runc jq >/dev/null
-json=$(ls ${LAMA_SLURM_PREFIX:-/usr}/lib/slurm/serializer_json.so /usr/lib/*/slurm-wlm/serializer_json.so 2>/dev/null | head -n 1)
-[ -n "${LAMA_SLURM_PREFIX:-}" ] && [ "$json" != "$LAMA_SLURM_PREFIX/lib/slurm/serializer_json.so" ] && json=""
-[ -n "$json" ] || skip_all "this Slurm has no serializer/json plugin, which oci.conf needs (no --container steps)"
+# The Slurm under test: a built prefix's plugins, or Debian's.
+if [ -n "${LAMA_SLURM_PREFIX:-}" ]; then json=$LAMA_SLURM_PREFIX/lib/slurm/serializer_json.so
+else json=$(ls /usr/lib/*/slurm-wlm/serializer_json.so 2>/dev/null | head -n 1); fi
+[ -f "$json" ] || skip_all "this Slurm has no serializer/json plugin, which oci.conf needs (no --container steps)"
 
+[[ $("$top/contrib/slurm-version.sh" "${LAMA_SLURM_PREFIX:-/usr}/include") != 22.05.* ]] ||
+  skip_all "Slurm 22.05 runs one container per node at most and writes none of the task's environment into it (not even SLURM_PROCID): no variable of lama's can reach a --container task there"
 # The bundle: a busybox root (the task's command is resolved on the host: /usr/bin/sh) and
 # runc's default config.json without a terminal.
 bundle=$work/bundle
@@ -36,12 +39,10 @@ SH
 chmod 755 "$work/crun"
 "$work/crun" --version | grep -q '^crun version' || { not_ok "crun runs here ($crun)"; done_testing; exit 0; }
 
-report='echo "rank=$SLURM_PROCID cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$(grep -m1 -o "[a-z]*:[0-9]* heap" /proc/self/numa_maps | cut -d" " -f1) LAMA_CPUS=$LAMA_CPUS LAMA_MEMS=$LAMA_MEMS TASK_MAP=$TASK_MAP"'
-[[ $("$top/contrib/slurm-version.sh" "${LAMA_SLURM_PREFIX:-/usr}/include") != 22.05.* ]] ||
-  skip_all "Slurm 22.05 runs one container per node at most and writes none of the task's environment into it (not even SLURM_PROCID): no variable of lama's can reach a --container task there"
+report='echo "rank=$SLURM_PROCID cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$(grep -m1 -o "[a-z]*:[0-9]* heap" /proc/self/numa_maps | cut -d" " -f1) LAMA_CPUS=$LAMA_CPUS LAMA_MEMS=$LAMA_MEMS TASK_MAP=$TASK_MAP OMP=$OMP_NUM_THREADS/$OMP_PLACES/$OMP_PROC_BIND"'
 per=2
 n=$((2 * per))
-step=(-N2 -n$n --lama-map=csbnh --lama-bind=1c --lama-mem=local)
+step=(-N2 -n$n -c1 --lama-map=csbnh --lama-bind=1c --lama-mem=local --lama-threads=auto)
 lines() { run "$@" sh -c "$report" 2>"$work/err" | sort; }
 mapfile -t planned < <(plan_lines --this-machine --map csbnh --bind 1c --np $per | awk '{print $3}')
 all_ranks=$(seq -s, 0 $((n - 1)))
@@ -73,8 +74,8 @@ while read -r rank cpus _ lcpus _; do
   r=${rank#rank=}
   [ "${cpus#cpus=}" = "${planned[$((r % per))]}" ] && [ "${lcpus#LAMA_CPUS=}" = "${planned[$((r % per))]}" ] || bad+=" $rank"
 done <<<"$host"
-if [ "$(wc -l <<<"$host")" = "$n" ] && [ -z "$bad" ] && grep -q 'mem=bind:0 ' <<<"$host" && grep -q 'TASK_MAP={' <<<"$host"; then
-  ok "outside a container the step is lama plan's (CPUs, LAMA_CPUS), memory bound, TASK_MAP set"
+if [ "$(wc -l <<<"$host")" = "$n" ] && [ -z "$bad" ] && grep -q 'mem=bind:0 ' <<<"$host" && grep -q 'TASK_MAP={' <<<"$host" && grep -q 'OMP=1/' <<<"$host"; then
+  ok "outside a container the step is lama plan's (CPUs, LAMA_CPUS), memory bound, TASK_MAP and OpenMP set"
 else
   not_ok "the step outside a container (ranks off the plan:${bad:-none}; plan ${planned[*]})" "$host"
   "$top/contrib/sandbox.sh" stop >/dev/null 2>&1; done_testing; exit 0
@@ -82,7 +83,7 @@ fi
 
 got=$(lines "${step[@]}" --container="$bundle")
 if [ "$got" = "$host" ] && [ "$(warned)" = 1 ]; then
-  ok "runc $(runc --version | awk 'NR == 1 {print $3}') as it is: every task keeps its CPUs, memory policy, TASK_MAP and LAMA_*; node 0 says once that the line is not through lama oci-run"
+  ok "runc $(runc --version | awk 'NR == 1 {print $3}') as it is: every task keeps its CPUs, memory policy, TASK_MAP, LAMA_* and OpenMP variables; node 0 says once that the line is not through lama oci-run"
 else not_ok "runc as it is (want the lines outside a container, one warning)" "$(diff <(echo "$host") <(echo "$got"); cat "$work/err")"; fi
 
 cluster_with runc-lama runc "$lama" oci-run
@@ -113,7 +114,7 @@ wait_idle >/dev/null
 cluster_with crun-lama "$work/crun" "$lama" oci-run
 got=$(lines "${step[@]}" --container="$bundle")
 if [ "$got" = "$host" ] && [ "$(warned)" = 0 ]; then
-  ok "crun $version through lama oci-run: every task keeps its CPUs, memory policy, TASK_MAP and LAMA_*; no warning"
+  ok "crun $version through lama oci-run: every task keeps its CPUs, memory policy, TASK_MAP, LAMA_* and OpenMP variables; no warning"
 else not_ok "crun $version through lama oci-run" "$(diff <(echo "$host") <(echo "$got"); cat "$work/err")"; fi
 out=$(run -N1 -n1 --container="$bundle" sh -c 'exit 3' 2>&1); rc=$?
 if [ "$rc" = 3 ]; then ok "crun $version through lama oci-run: the task's exit status passes (3)"

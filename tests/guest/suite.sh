@@ -467,13 +467,13 @@ if [ -n "${LAMA_GUEST_CRUN:-}" ] && [[ $release != 22.05* ]]; then
   cp /bin/busybox "$bundle/rootfs/bin/"
   for c in sh cat grep cut; do ln -s /bin/busybox "$bundle/rootfs/bin/$c"; ln -s /bin/busybox "$bundle/rootfs/usr/bin/$c"; done
   (cd "$bundle" && "$crun" spec && jq '.process.terminal = false' config.json >c && mv c config.json)
-  report='echo "rank=$SLURM_PROCID cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$(grep -m1 -o "[a-z]*:[0-9]* heap" /proc/self/numa_maps | cut -d" " -f1) LAMA_CPUS=$LAMA_CPUS LAMA_MEMS=$LAMA_MEMS TASK_MAP=$TASK_MAP"'
+  report='echo "rank=$SLURM_PROCID cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$(grep -m1 -o "[a-z]*:[0-9]* heap" /proc/self/numa_maps | cut -d" " -f1) LAMA_CPUS=$LAMA_CPUS LAMA_MEMS=$LAMA_MEMS TASK_MAP=$TASK_MAP OMP=$OMP_NUM_THREADS/$OMP_PLACES"'
   oci_conf() {
     local rt="$crun --cgroup-manager=disabled --root=$work/crun-state" id="%n.%u.%j.%s.%t"
     printf 'RunTimeQuery="%s state %s"\nRunTimeKill="%s kill -a %s"\nRunTimeDelete="%s delete --force %s"\nRunTimeRun="%s%s run --bundle %%b %s"\n' \
       "$rt" "$id" "$rt" "$id" "$rt" "$id" "$1" "$rt" "$id" >/etc/slurm/oci.conf
   }
-  step=(-n2 -c2 --lama-map=csbnh --lama-bind=1c --lama-mem=local)
+  step=(-n2 -c2 --lama-map=csbnh --lama-bind=1c --lama-mem=local --lama-threads=auto)
   host=$(run "${step[@]}" sh -c "$report" 2>&1 | sort)
   # Outside a container each task runs on its LAMA_CPUS (the binding against lama plan is
   # checked by the cases above).
@@ -497,7 +497,7 @@ if [ -n "${LAMA_GUEST_CRUN:-}" ] && [[ $release != 22.05* ]]; then
     ok "[guest, Slurm $release] crun $("$crun" --version | awk '/^crun version/ {print $3}') as it is, cgroup v2: both tasks widened to $(cut -d' ' -f2 <<<"$plain" | sort -u) (the step's CPUs), memory policy and variables kept; node 0 says so once"
   else not_ok "[guest, Slurm $release] crun as it is under cgroup v2 (want both tasks widened to the same CPUs, one warning)" "outside:" "$host" "in crun:" "$plain" "$(cat "$work/oci.err")"; fi
   if [ -n "$kept" ] && [ "$kept" = "$host" ] && ! grep -q 'lama' "$work/oci2.err"; then
-    ok "[guest, Slurm $release] crun through lama oci-run, cgroup v2: every task's CPUs ($(cut -d' ' -f2 <<<"$kept" | paste -sd' ' -)), memory policy, TASK_MAP and LAMA_* as outside a container"
+    ok "[guest, Slurm $release] crun through lama oci-run, cgroup v2: every task's CPUs ($(cut -d' ' -f2 <<<"$kept" | paste -sd' ' -)), memory policy, TASK_MAP, LAMA_* and OpenMP variables as outside a container"
   else not_ok "[guest, Slurm $release] crun through lama oci-run under cgroup v2" "outside:" "$host" "through lama oci-run:" "$kept" "$(cat "$work/oci2.err")"; fi
 fi
 

@@ -34,8 +34,11 @@ by_node() { awk '$1 == "task" {print $3, $4}' | sort; }
 flux_case() {
   local how=$1 out brokers cores bad=""
   shift
-  out=$(timeout -s KILL 300 env "$@" salloc -N3 --exclusive srun -N3 --ntasks-per-node=1 --mpi=pmi2 \
-    "$flux" start bash "$work/inside.sh" 2>&1)
+  # Into a file, not a pipe: a salloc killed by the timeout leaves its srun behind, which would
+  # hold a pipe open for ever; its job is cancelled then.
+  timeout -s KILL 300 env "$@" salloc -N3 --exclusive srun -N3 --ntasks-per-node=1 --mpi=pmi2 \
+    "$flux" start bash "$work/inside.sh" >"$work/case.out" 2>&1 || scancel --user=root >/dev/null 2>&1
+  out=$(cat "$work/case.out")
   brokers=$(grep '^broker ' <<<"$out")
   [ "$(wc -l <<<"$brokers")" = 3 ] || bad+="$(wc -l <<<"$brokers") brokers reported; "
   while read -r _ host cpus lcpus omp map; do

@@ -338,6 +338,67 @@ fn say(
     );
 }
 
+/// How long `flux job taskmap` may take: a broker that never answers (seen once, on a loaded
+/// machine, a follower broker of an instance under Slurm) must fail the rank, not hang the job.
+const FLUX_TASKMAP_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `flux job taskmap JOB`: whether it succeeded, its stdout and stderr, within
+/// [`FLUX_TASKMAP_WAIT`].
+fn flux_taskmap(job: &str) -> Result<(bool, Vec<u8>, Vec<u8>), String> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("flux")
+        .args(["job", "taskmap", job])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("`flux job taskmap` cannot run ({e}): is flux in PATH?"))?;
+    // Read while waiting: a long map would fill the pipe before flux exits.
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = reader(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = reader(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if started.elapsed() < FLUX_TASKMAP_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "`flux job taskmap {job}` did not answer in {} s (is the instance's broker on this node alive?)",
+                    FLUX_TASKMAP_WAIT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("`flux job taskmap {job}`: {e}")),
+        }
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    Ok((status.success(), stdout, stderr))
+}
+
 /// Slurm's and Flux's count of the node's ranks: Slurm's counts per node at `SLURM_NODEID`;
 /// Flux's task map (kept for `TASK_MAP`) at the node of `FLUX_TASK_RANK`.
 fn node_size(l: Launcher, value: &str, flux_map: &mut Option<TaskMap>) -> Result<u32, String> {
@@ -357,17 +418,14 @@ fn node_size(l: Launcher, value: &str, flux_map: &mut Option<TaskMap>) -> Result
             let task: u64 = env("FLUX_TASK_RANK")
                 .and_then(|v| v.trim().parse().ok())
                 .ok_or("FLUX_TASK_RANK is not set or not a number")?;
-            let out = std::process::Command::new("flux")
-                .args(["job", "taskmap", value])
-                .output()
-                .map_err(|e| format!("`flux job taskmap` cannot run ({e}): is flux in PATH?"))?;
-            if !out.status.success() {
+            let (ok, stdout, stderr) = flux_taskmap(value)?;
+            if !ok {
                 return Err(format!(
                     "`flux job taskmap {value}` failed: {}",
-                    lama::quote::cut(String::from_utf8_lossy(&out.stderr).trim())
+                    lama::quote::cut(String::from_utf8_lossy(&stderr).trim())
                 ));
             }
-            let map = lama::taskmap::parse_any(String::from_utf8_lossy(&out.stdout).trim())
+            let map = lama::taskmap::parse_any(String::from_utf8_lossy(&stdout).trim())
                 .map_err(|e| e.to_string())?;
             let node = map
                 .node_of(task)
