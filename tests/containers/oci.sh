@@ -10,6 +10,7 @@
 set -uo pipefail
 crun=$(realpath "$3")
 source "$(dirname "$0")/../slurm/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 "$top/contrib/deps.sh" busybox-static runc jq >/dev/null
 # The Slurm under test: a built prefix's plugins, or Debian's.
@@ -39,12 +40,11 @@ SH
 chmod 755 "$work/crun"
 "$work/crun" --version | grep -q '^crun version' || { not_ok "crun runs here ($crun)"; done_testing; exit 0; }
 
-report='echo "rank=$SLURM_PROCID cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$(grep -m1 -o "[a-z]*:[0-9]* heap" /proc/self/numa_maps | cut -d" " -f1) LAMA_CPUS=$LAMA_CPUS LAMA_MEMS=$LAMA_MEMS TASK_MAP=$TASK_MAP OMP=$OMP_NUM_THREADS/$OMP_PLACES/$OMP_PROC_BIND"'
 per=2
 n=$((2 * per))
 step=(-N2 -n$n -c1 --lama-map=csbnh --lama-bind=1c --lama-mem=local --lama-threads=auto)
 lines() { run "$@" sh -c "$report" 2>"$work/err" | sort; }
-mapfile -t planned < <(plan_lines --this-machine --map csbnh --bind 1c --np $per | awk '{print $3}')
+plan_outside $per
 all_ranks=$(seq -s, 0 $((n - 1)))
 warned() { grep -c "not through \`lama oci-run\`" "$work/err"; }
 
@@ -69,15 +69,10 @@ cluster_with() {
 
 cluster_with runc runc
 host=$(lines "${step[@]}")
-bad=""
-while read -r rank cpus _ lcpus _; do
-  r=${rank#rank=}
-  [ "${cpus#cpus=}" = "${planned[$((r % per))]}" ] && [ "${lcpus#LAMA_CPUS=}" = "${planned[$((r % per))]}" ] || bad+=" $rank"
-done <<<"$host"
-if [ "$(wc -l <<<"$host")" = "$n" ] && [ -z "$bad" ] && grep -q 'mem=bind:0 ' <<<"$host" && grep -q 'TASK_MAP={' <<<"$host" && grep -q 'OMP=1/' <<<"$host"; then
+if outside_as_planned "$host" "$n" "$per"; then
   ok "outside a container the step is lama plan's (CPUs, LAMA_CPUS), memory bound, TASK_MAP and OpenMP set"
 else
-  not_ok "the step outside a container (ranks off the plan:${bad:-none}; plan ${planned[*]})" "$host"
+  not_ok "the step outside a container (ranks off the plan:${off_plan:-none}; plan ${planned[*]})" "$host"
   "$top/contrib/sandbox.sh" stop >/dev/null 2>&1; done_testing; exit 0
 fi
 

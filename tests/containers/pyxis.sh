@@ -12,6 +12,7 @@ set -uo pipefail
 pyxis=$(realpath "$3")
 enroot=$(realpath "$4")
 source "$(dirname "$0")/../slurm/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 "$top/contrib/deps.sh" busybox-static squashfs-tools jq zstd >/dev/null
 chmod 755 "$work"
@@ -31,8 +32,6 @@ chmod 644 "$work"/*.sqsh
 export LAMA_ENROOT_ROOT=$work/enroot
 mkdir -p "$LAMA_ENROOT_ROOT"/n{1,2,3} && chmod 1777 "$LAMA_ENROOT_ROOT" "$LAMA_ENROOT_ROOT"/n*
 
-# What each task reports, one line, the same inside and outside a container.
-report='echo "rank=$SLURM_PROCID cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$(grep -m1 -o "[a-z]*:[0-9]* heap" /proc/self/numa_maps | cut -d" " -f1) LAMA_CPUS=$LAMA_CPUS LAMA_MEMS=$LAMA_MEMS TASK_MAP=$TASK_MAP OMP=$OMP_NUM_THREADS/$OMP_PLACES/$OMP_PROC_BIND"'
 step=(-N2 -n4 -c1 --lama-map=csbnh --lama-bind=1c --lama-mem=local --lama-threads=auto)
 # as USER SRUN_ARGS...: srun as root or as nobody (from /, which nobody may enter).
 as() {
@@ -43,8 +42,7 @@ as() {
 # lines USER SRUN_ARGS...: the tasks' report lines, sorted (stderr in $work/err).
 lines() { local who=$1; shift; as "$who" "$@" sh -c "$report" 2>"$work/err" | sort; }
 
-# The CPUs lama plans for a node's two tasks of this step (every node is this machine).
-mapfile -t planned < <(plan_lines --this-machine --map csbnh --bind 1c --np 2 | awk '{print $3}')
+plan_outside 2
 
 for order in pyxis-first lama-first; do
   # No cache= argument: the topology cache in /run/lama, where a site has it.
@@ -57,15 +55,9 @@ for order in pyxis-first lama-first; do
   for who in root nobody; do
     name="$order, as $who"
     host=$(lines "$who" "${step[@]}")
-    # The plan: rank r on node r/2, its node's task r%2.
-    bad=""
-    while read -r rank cpus _ lcpus _; do
-      r=${rank#rank=}
-      [ "${cpus#cpus=}" = "${planned[$((r % 2))]}" ] && [ "${lcpus#LAMA_CPUS=}" = "${planned[$((r % 2))]}" ] || bad+=" $rank"
-    done <<<"$host"
-    if [ "$(wc -l <<<"$host")" = 4 ] && [ -z "$bad" ] && grep -q 'mem=bind:0 ' <<<"$host" && grep -q 'TASK_MAP={' <<<"$host" && grep -q 'OMP=1/' <<<"$host"; then
+    if outside_as_planned "$host" 4 2; then
       ok "$name: outside a container the step is lama plan's (CPUs, LAMA_CPUS), memory bound, TASK_MAP and OpenMP set"
-    else not_ok "$name: the step outside a container (ranks off the plan:${bad:-none}; plan ${planned[*]})" "$host"; continue; fi
+    else not_ok "$name: the step outside a container (ranks off the plan:${off_plan:-none}; plan ${planned[*]})" "$host"; continue; fi
     got=$(lines "$who" "${step[@]}" --lama-verbose --container-image="$work/plain.sqsh")
     if [ "$got" = "$host" ] && grep -q "topology from the cache" "$work/err"; then
       ok "$name: in a container every task has the same CPUs, memory policy, TASK_MAP, LAMA_* and OpenMP variables; lama read its cache in /run/lama"
