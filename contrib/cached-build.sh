@@ -5,12 +5,22 @@
 # The caller sets `what` (e.g. "Slurm", for messages), `stem` (the tarball's name before the
 # version, e.g. "slurm"), `cache` and optionally `recipe` (a stamp that changes with the way
 # the build is made, part of the prefix's name), defines die(), then calls:
+#   newest_tarball GIVEN DIR   prints GIVEN when not empty, else the newest $stem-X.Y.Z tarball
+#                           in ../shared/vendor/DIR beside the repository (the caller sets `top`)
 #   cached_prefix TARBALL   sets tarball, version, prefix and marker; when a finished build is
 #                           there, prints its prefix and exits 0
 #   cached_build STEPS      unpacks the tarball into $cache/build-$version and runs the function
 #                           STEPS there, its output in $log; on failure shows the log's end
 #   cached_done             records the build time, writes the marker, removes the build folder
 #                           and prints the prefix
+
+newest_tarball() {
+  local given=$1 dir=$top/../shared/vendor/$2 newest
+  if [ -n "$given" ]; then echo "$given"; return; fi
+  newest=$(ls "$dir/$stem"-[0-9]*.tar.* 2>/dev/null | grep -v subset | sort -V | tail -n 1)
+  [ -n "$newest" ] || die "no tarball given and none in $dir/"
+  echo "$newest"
+}
 
 cached_prefix() {
   tarball=$1

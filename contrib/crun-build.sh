@@ -18,11 +18,7 @@ what=crun stem=crun
 # shellcheck source=contrib/cached-build.sh
 source "$top/contrib/cached-build.sh"
 
-tarball=${1:-}
-if [ -z "$tarball" ]; then
-  tarball=$(ls "$top"/../shared/vendor/containers/crun-[0-9]*.tar.* 2>/dev/null | sort -V | tail -n 1)
-  [ -n "$tarball" ] || die "no tarball given and none in $top/../shared/vendor/containers/"
-fi
+tarball=$(newest_tarball "${1:-}" containers)
 cached_prefix "$tarball"
 
 "$top/contrib/deps.sh" autoconf automake libtool make pkg-config build-essential gperf \

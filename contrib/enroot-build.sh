@@ -19,11 +19,7 @@ what=enroot stem=enroot
 # shellcheck source=contrib/cached-build.sh
 source "$top/contrib/cached-build.sh"
 
-tarball=${1:-}
-if [ -z "$tarball" ]; then
-  tarball=$(ls "$top"/../shared/vendor/containers/enroot-[0-9]*.tar.* 2>/dev/null | sort -V | tail -n 1)
-  [ -n "$tarball" ] || die "no tarball given and none in $top/../shared/vendor/containers/"
-fi
+tarball=$(newest_tarball "${1:-}" containers)
 cached_prefix "$tarball"
 
 # What enroot runs at run time too: squashfs-tools (images), jq, zstd, and user namespaces.

@@ -17,11 +17,7 @@ what=flux-core stem=flux-core
 # shellcheck source=contrib/cached-build.sh
 source "$top/contrib/cached-build.sh"
 
-tarball=${1:-}
-if [ -z "$tarball" ]; then
-  tarball=$(ls "$top"/../shared/vendor/flux-core/flux-core-[0-9]*.tar.* 2>/dev/null | grep -v subset | sort -V | tail -n 1)
-  [ -n "$tarball" ] || die "no tarball given and none in $top/../shared/vendor/flux-core/"
-fi
+tarball=$(newest_tarball "${1:-}" flux-core)
 cached_prefix "$tarball"
 
 # Debian 12's packages for the build (lua-posix serves Lua up to 5.3, hence 5.3).

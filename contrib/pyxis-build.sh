@@ -22,11 +22,7 @@ what=pyxis stem=pyxis recipe=slurm-$slurm
 # shellcheck source=contrib/cached-build.sh
 source "$top/contrib/cached-build.sh"
 
-tarball=${2:-}
-if [ -z "$tarball" ]; then
-  tarball=$(ls "$top"/../shared/vendor/containers/pyxis-[0-9]*.tar.* 2>/dev/null | sort -V | tail -n 1)
-  [ -n "$tarball" ] || die "no tarball given and none in $top/../shared/vendor/containers/"
-fi
+tarball=$(newest_tarball "${2:-}" containers)
 cached_prefix "$tarball"
 
 "$top/contrib/deps.sh" build-essential make xz-utils

@@ -26,11 +26,7 @@ recipe=cg2-nvml-json
 # shellcheck source=contrib/cached-build.sh
 source "$top/contrib/cached-build.sh"
 
-tarball=${1:-}
-if [ -z "$tarball" ]; then
-  tarball=$(ls "$top"/../shared/vendor/slurm/slurm-*.tar.* 2>/dev/null | sort -V | tail -n 1)
-  [ -n "$tarball" ] || die "no tarball given and none in $top/../shared/vendor/slurm/"
-fi
+tarball=$(newest_tarball "${1:-}" slurm)
 cached_prefix "$tarball"
 
 "$top/contrib/deps.sh" build-essential libmunge-dev munge libhwloc-dev hwloc libpmix-dev pkg-config python3 xz-utils \
