@@ -283,10 +283,6 @@ impl Lama {
             verbose: self.settings.verbose || self.user.verbose,
             manage_taskmap: self.settings.taskmap && !self.user.off,
             asked: self.user.any(),
-            job_omp: OMP_VARIABLES
-                .into_iter()
-                .filter(|k| matches!(spank.getenv(k), Ok(Some(_))))
-                .collect(),
             ..Step::default()
         };
         let ranks = match node_ranks(spank) {
@@ -410,6 +406,13 @@ impl Lama {
             if let Err(e) = self.prepare_memory(&mut st) {
                 st.failure = Some(e);
             }
+        }
+        // Read only when lama has OpenMP variables to export.
+        if st.omp.iter().any(|v| !v.is_empty()) {
+            st.job_omp = OMP_VARIABLES
+                .into_iter()
+                .filter(|k| matches!(spank.getenv(k), Ok(Some(_))))
+                .collect();
         }
         if st.placing && st.failure.is_none() && st.nodeid == 0 && st.warning.is_none() {
             st.warning = containers::oci_note();

@@ -19,9 +19,8 @@ pub(crate) fn binding_asked(spank: &SpankHandle) -> Option<String> {
 
 /// Whether the step runs in pyxis containers and pyxis runs after lama (its image's variables
 /// would then replace lama's in the tasks).
-fn containers_after_lama(spank: &SpankHandle) -> bool {
-    let options = own_options(spank, Context::Local);
-    lama::slurm::containers::pyxis_container_asked(&options, |k| std::env::var(k).ok())
+fn containers_after_lama(options: &[String]) -> bool {
+    lama::slurm::containers::pyxis_container_asked(options, |k| std::env::var(k).ok())
         && crate::containers::pyxis_after_lama()
 }
 
@@ -66,7 +65,9 @@ impl Lama {
             log(LogLevel::Verbose, &format!("lama: {why}"));
         }
         std::env::remove_var(room::STEP_SLURM_BINDING);
-        if !self.user.off && containers_after_lama(spank) {
+        // srun's options (init_post_opt has checked their values).
+        let options = &own_options(spank, Context::Local);
+        if !self.user.off && containers_after_lama(options) {
             log(
                 LogLevel::Info,
                 &format!("lama: {}", lama::slurm::containers::pyxis_order_note()),
@@ -87,8 +88,6 @@ impl Lama {
             std::env::set_var(room::STEP_SLURM_BINDING, asked);
             return Ok(());
         }
-        // init_post_opt has checked the value.
-        let options = &own_options(spank, Context::Local);
         // An srun that made its own job: its --thread-spec is the job's (inside an allocation
         // Slurm ignores a step's).
         if self.allocating {

@@ -8,7 +8,7 @@
 # (LAMA_SANDBOX, LAMA_SANDBOX_PORT and, for a built Slurm, LAMA_SLURM_PREFIX and PATH set; the
 # Slurm needs its serializer/json plugin.)
 set -uo pipefail
-crun=$(realpath "$3")
+crun=$(realpath -m "$3")
 source "$(dirname "$0")/../slurm/lib.sh"
 source "$(dirname "$0")/lib.sh"
 

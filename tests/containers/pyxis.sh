@@ -9,10 +9,16 @@
 # Usage: tests/containers/pyxis.sh LAMA_BINARY PLUGIN_SO PYXIS_SO ENROOT_PREFIX
 # (LAMA_SANDBOX, LAMA_SANDBOX_PORT and, for a built Slurm, LAMA_SLURM_PREFIX and PATH set.)
 set -uo pipefail
-pyxis=$(realpath "$3")
-enroot=$(realpath "$4")
+pyxis=$(realpath -m "$3")
+enroot=$(realpath -m "$4")
 source "$(dirname "$0")/../slurm/lib.sh"
 source "$(dirname "$0")/lib.sh"
+# A build that failed (contrib/pyxis-build.sh, contrib/enroot-build.sh) is a failure, not a skip.
+if [ ! -f "$pyxis" ] || [ ! -x "$enroot/bin/enroot" ]; then
+  not_ok "pyxis and enroot are built (want $pyxis and $enroot/bin/enroot)"
+  done_testing
+  exit 0
+fi
 
 "$top/contrib/deps.sh" busybox-static squashfs-tools jq zstd >/dev/null
 chmod 755 "$work"
