@@ -48,8 +48,10 @@ case $dist in
   # host-built lama command runs here on hwloc 2.12.
   # Kernel 6.12 under TCG can lose a halted vCPU's one-shot timer wakeup (RCU stalls, a boot
   # that hangs): a periodic tick on every CPU recovers from that.
-  # jq, libyajl2 and busybox-static: the host-built crun's containers (tests/guest/suite.sh).
-  trixie) release=13 packages=("${common[@]}" jq libyajl2 busybox-static charliecloud-runtime)
+  # jq, libyajl2 and busybox-static: the host-built crun's containers (tests/guest/suite.sh);
+  # squashfs-tools, zstd and libbsd0 (and jq) the host-built enroot's (tests/guest/pyxis.sh).
+  trixie) release=13 packages=("${common[@]}" jq libyajl2 busybox-static charliecloud-runtime
+    squashfs-tools zstd libbsd0)
     cmdline=(nohz=off) ;;
   *) echo "guest: LAMA_GUEST_DIST must be bookworm or trixie, not '$dist'" >&2; exit 2 ;;
 esac

@@ -15,7 +15,8 @@
 # few seconds of fuzzing per target, the packages and the pictures. A qemu guest (contrib/guest.sh:
 # systemd, cgroup v2, two NUMA nodes and three CPU-less memory tiers, hardware threads; its image built once and cached) runs
 # both Slurm releases under cgroup/v2 (tests/guest/); a Debian 13 root builds lama and its package
-# as the admin guide says, and a Debian 13 guest runs them on Debian's Slurm 24.11 (tests/trixie/).
+# as the admin guide says, and a Debian 13 guest runs them on Debian's Slurm 24.11, with pyxis
+# built there, crun and Charliecloud (tests/trixie/).
 # Usage: contrib/test.sh
 # Environment: LAMA_SHARED (the shared folder, default ../shared beside the repository),
 #   LAMA_TEST_TARBALLS (Slurm source tarballs to build and test besides Debian's 22.05; default
@@ -240,7 +241,7 @@ beside_pid=$!
 beside_started=$(date +%s)
 
 echo "== a site on Debian 13: lama built there (hwloc 2.12, Slurm 24.11), its package in a Debian 13 guest on Debian's Slurm 24.11 (tests/trixie/) [at $(( $(date +%s) - started )) s]"
-LAMA_GUEST_CRUN=$crun_prefix suite tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
+LAMA_GUEST_CRUN=$crun_prefix LAMA_GUEST_ENROOT=$enroot_prefix suite tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
 
 collect "Open MPI's mapper, fuzzing and the Flux suites" "$beside_pid" "$beside_started" "$beside_log"
 beside_pid=""

@@ -453,7 +453,11 @@ PATH=$(dirname "$lama"):$PATH python3 "$top/tests/examples.py" run guest none 0 
   sed -E "s/^(not )?ok - /&[guest, Slurm $release] /"
 
 
-# --- Slurm's OCI containers under crun 1.27.1 (issue 76) ------------------------------------
+# --- tasks in containers (issue 76) ----------------------------------------------------------
+# pyxis + enroot with LAMA_GUEST_PYXIS and LAMA_GUEST_ENROOT (tests/guest/pyxis.sh).
+[ -z "${LAMA_GUEST_PYXIS:-}" ] || source "$top/tests/guest/pyxis.sh"
+
+# Slurm's OCI containers under crun 1.27.1.
 # With LAMA_GUEST_CRUN (contrib/crun-build.sh's prefix, shared read-only) and a Slurm that writes
 # the task's environment into each container (not 22.05): `srun --container` on cgroup v2 with
 # ConstrainCores. crun resets each container's affinity to its cgroup's CPUs (the step's), and
@@ -467,14 +471,14 @@ if [ -n "${LAMA_GUEST_CRUN:-}" ] && [[ $release != 22.05* ]]; then
   cp /bin/busybox "$bundle/rootfs/bin/"
   for c in sh cat grep cut; do ln -s /bin/busybox "$bundle/rootfs/bin/$c"; ln -s /bin/busybox "$bundle/rootfs/usr/bin/$c"; done
   (cd "$bundle" && "$crun" spec && jq '.process.terminal = false' config.json >c && mv c config.json)
-  report='echo "rank=$SLURM_PROCID cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$(grep -m1 -o "[a-z]*:[0-9]* heap" /proc/self/numa_maps | cut -d" " -f1) LAMA_CPUS=$LAMA_CPUS LAMA_MEMS=$LAMA_MEMS TASK_MAP=$TASK_MAP OMP=$OMP_NUM_THREADS/$OMP_PLACES"'
+  source "$top/tests/containers/lib.sh"
   oci_conf() {
     local rt="$crun --cgroup-manager=disabled --root=$work/crun-state" id="%n.%u.%j.%s.%t"
     printf 'RunTimeQuery="%s state %s"\nRunTimeKill="%s kill -a %s"\nRunTimeDelete="%s delete --force %s"\nRunTimeRun="%s%s run --bundle %%b %s"\n' \
       "$rt" "$id" "$rt" "$id" "$rt" "$id" "$1" "$rt" "$id" >/etc/slurm/oci.conf
   }
   step=(-n2 -c2 --lama-map=csbnh --lama-bind=1c --lama-mem=local --lama-threads=auto)
-  host=$(run "${step[@]}" sh -c "$report" 2>&1 | sort)
+  host=$(run "${step[@]}" sh -c "$report" 2>"$work/host.err" | sort)
   # Outside a container each task runs on its LAMA_CPUS (the binding against lama plan is
   # checked by the cases above).
   bound=$(awk '{c = $2; sub("cpus=", "", c); l = $4; sub("LAMA_CPUS=", "", l); if (c == l && c != "") n++} END {print n + 0}' <<<"$host")
@@ -486,10 +490,10 @@ if [ -n "${LAMA_GUEST_CRUN:-}" ] && [[ $release != 22.05* ]]; then
   rm -f /etc/slurm/oci.conf
   if [ "${LAMA_GUEST_CHARLIECLOUD:-}" = 1 ]; then
     echo "$report" >"$bundle/rootfs/report.sh"
-    ch=$(run "${step[@]}" env USER=root ch-run --no-passwd "$bundle/rootfs" -- sh /report.sh 2>&1 | sort)
+    ch=$(run "${step[@]}" env USER=root ch-run --no-passwd "$bundle/rootfs" -- sh /report.sh 2>"$work/ch.err" | sort)
     if [ -n "$ch" ] && [ "$ch" = "$host" ]; then
       ok "[guest, Slurm $release] Charliecloud $(USER=root ch-run --version 2>&1) inside each task: its CPUs, memory policy, TASK_MAP and LAMA_* as outside a container"
-    else not_ok "[guest, Slurm $release] Charliecloud inside each task" "outside:" "$host" "in ch-run:" "$ch"; fi
+    else not_ok "[guest, Slurm $release] Charliecloud inside each task" "outside:" "$host" "in ch-run:" "$ch" "$(cat "$work/ch.err")"; fi
   fi
   if [ "$(wc -l <<<"$host")" = 2 ] && [ "$bound" = 2 ] && grep -q 'TASK_MAP={' <<<"$host" && grep -q 'mem=bind:' <<<"$host" &&
     [ "$(sed 's/cpus=[^ ]* //' <<<"$plain")" = "$(sed 's/cpus=[^ ]* //' <<<"$host")" ] &&

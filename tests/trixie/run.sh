@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A site on Debian 13 ("trixie"): Slurm 24.11 from the distribution, hwloc 2.12, systemd 257,
-# kernel 6.12. Builds lama there as the admin guide says (contrib/trixie-build.sh), compares its
-# plans on every shipped XML with this machine's (hwloc 2.9), then boots the trixie guest
-# (contrib/guest.sh with LAMA_GUEST_DIST=trixie), installs the package with dpkg -i, runs the
+# kernel 6.12. Boots the trixie guest (contrib/guest.sh with LAMA_GUEST_DIST=trixie) while it
+# builds lama there as the admin guide says (contrib/trixie-build.sh) and compares its plans on
+# every shipped XML with this machine's (hwloc 2.9); then installs the package with dpkg -i, runs the
 # guest suite on Debian's 24.11 under Debian's own units (tests/guest/suite.sh), and the site
 # checks (tests/trixie/site.sh: the admin guide's walk-through as written). SchedMD's
 # test7.11 (a second SPANK plugin beside lama) runs there too, without lama, with its defaults and
@@ -11,6 +11,8 @@
 #   LAMA this machine's lama; OLD_DEB the package built here for Debian 12's 22.05.
 # Environment: LAMA_GUEST_CRUN=CRUN_PREFIX (contrib/crun-build.sh's): `srun --container` steps
 #   under that crun and Charliecloud inside tasks, on Debian's 24.11 (tests/guest/suite.sh).
+#   LAMA_GUEST_ENROOT=ENROOT_PREFIX (contrib/enroot-build.sh's): pyxis, built in the Debian 13
+#   root against Debian's Slurm headers, and that enroot on Debian's 24.11 (tests/guest/pyxis.sh).
 # Prints one "ok - ..." or "not ok - ..." line per check, and the time each part took.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,11 +27,22 @@ export LAMA_GUEST_EXTRA=schedmd
 export LAMA_GUEST_TCG_THREAD=single
 work=$(mktemp -d /tmp/lama-trixie.XXXXXX)
 run=$work/guest
-out=$work/build
+# What the build makes, shared with the guest through its parent (the build makes it afresh).
+mkdir -p "$work/share"
+out=$work/share/build
 source "$top/tests/tap.sh"
 source "$top/tests/harness.sh"
 tap_prefix="[Debian 13] "
-trap 'LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" stop "$run" >/dev/null 2>&1; rm -rf "$work"' EXIT
+boot=""
+trap '[ -z "$boot" ] || { kill "$boot"; wait "$boot"; } 2>/dev/null; LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" stop "$run" >/dev/null 2>&1; rm -rf "$work"' EXIT
+
+# --- the Debian 13 guest boots (one TCG thread) while lama builds in the Debian 13 root ----------
+crun=${LAMA_GUEST_CRUN:-}
+enroot=${LAMA_GUEST_ENROOT:-}
+booted=$(date +%s)
+LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" start "$run" "top=$top" "share=$work/share" "old=$(dirname "$old")" \
+  "s=$(realpath "$shared/vendor/slurm-testsuite")" ${crun:+"c=$crun"} ${enroot:+"e=$enroot"} >/dev/null 2>"$work/start.err" &
+boot=$!
 
 # --- built on Debian 13 ------------------------------------------------------------------------
 if ! deb=$("$top/contrib/trixie-build.sh" "$out" 2>"$work/build.err" | tail -n 1) || [ ! -f "$deb" ]; then
@@ -52,15 +65,30 @@ if "$top/contrib/trixie-build.sh" run "$out" bash tests/trixie/plans.sh "$out/la
   else not_ok "plans under hwloc 2.12 differ ($n compared)" "$(head -n 40 "$work/plans.diff")"; fi
 else not_ok "plans in the Debian 13 root" "$(cat "$work/plans.err")"; fi
 
+# --- pyxis for Debian's Slurm ------------------------------------------------------------------
+# Built in the Debian 13 root against libslurm-dev's headers, as a site there would (seconds: not
+# cached), from the vendored tarball copied beside the build.
+pyxis=""
+if [ -n "$enroot" ]; then
+  tarball=$(ls "$shared"/vendor/containers/pyxis-[0-9]*.tar.* 2>/dev/null | sort -V | tail -n 1)
+  if [ -n "$tarball" ] && cp "$tarball" "$out/" &&
+    prefix=$("$top/contrib/trixie-build.sh" run "$out" env LAMA_CONTAINERS_CACHE="$out/containers" \
+      bash contrib/pyxis-build.sh /usr/include "$out/$(basename "$tarball")" 2>"$work/pyxis.err" | tail -n 1) &&
+    [ -f "$prefix/spank_pyxis.so" ]; then
+    pyxis=$prefix/spank_pyxis.so
+  else not_ok "pyxis ($(basename "${tarball:-none}")) builds against Debian 13's Slurm headers" "$(cat "$work/pyxis.err" 2>/dev/null)"; fi
+fi
+
 # --- the Debian 13 guest -----------------------------------------------------------------------
 t=$(date +%s)
-crun=${LAMA_GUEST_CRUN:-}
-if ! LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" start "$run" "top=$top" "out=$out" "old=$(dirname "$old")" \
-  "s=$(realpath "$shared/vendor/slurm-testsuite")" ${crun:+"c=$crun"} 2>"$work/start.err"; then
+wait "$boot"
+up=$?
+boot=""
+if [ "$up" != 0 ]; then
   not_ok "the Debian 13 guest boots" "$(cat "$work/start.err")" "$(tail -n 30 "$run"/console-*.log 2>/dev/null)"
   exit 0
 fi
-echo "# Debian 13 guest up in $(( $(date +%s) - t )) s ($(cat "$run/accel"))"
+echo "# Debian 13 guest up in $(( $(date +%s) - booted )) s ($(cat "$run/accel")), beside the build: waited $(( $(date +%s) - t )) s for it"
 guest() { LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" ssh "$run" "$@"; }
 guest "cat /etc/debian_version; uname -r; systemctl --version | head -n 1; hwloc-info --version" | paste -sd' ' - | sed 's/^/# the guest: Debian /'
 # Debian's plugstack.conf, kept for site.sh; the package installed for the suite.
@@ -73,7 +101,7 @@ if guest "cp /etc/slurm/plugstack.conf /root/plugstack.conf.debian && dpkg -i '$
     /etc/slurm/plugstack.conf 'test7.11!')
   # A guest that dies half-way ends a suite without its end line; ssh's status is the suite's.
   guest "$(printf '%q ' env LAMA_GUEST_UNITS=debian LAMA_GUEST_FIRST="$first" LAMA_GUEST_CRUN="$crun" \
-    LAMA_GUEST_CHARLIECLOUD=1 bash "$top/tests/guest/suite.sh" \
+    LAMA_GUEST_PYXIS="$pyxis" LAMA_GUEST_ENROOT="$enroot" LAMA_GUEST_CHARLIECLOUD=1 bash "$top/tests/guest/suite.sh" \
     /usr /usr/bin/lama "$plugin" "$top")" 2>&1 | tee "$work/suite.out"
   verdict suite.sh "${PIPESTATUS[0]}" "$work/suite.out" | sed "s/^not ok - /&$tap_prefix/"
   echo "# the guest suite on Debian 13, SchedMD's test7.11 included: $(( $(date +%s) - t )) s"
