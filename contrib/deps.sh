@@ -26,15 +26,30 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  echo "lama: installing ${missing[*]}" >&2
-  # A new cloud machine runs unattended upgrades at first boot: wait for dpkg's lock (up to
-  # LAMA_APT_LOCK_WAIT seconds, 20 minutes by default) instead of failing after apt's few tries.
+  # A new cloud machine runs unattended upgrades at first boot, and the test command's builds
+  # install beside each other: wait for the package locks (up to LAMA_APT_LOCK_WAIT seconds, 20
+  # minutes by default) instead of failing after apt's few tries.
   wait=${LAMA_APT_LOCK_WAIT:-1200}
-  if command -v fuser >/dev/null && fuser /var/lib/dpkg/lock-frontend /var/lib/apt/lists/lock >/dev/null 2>&1; then
-    echo "lama: another apt-get or dpkg holds the package lock (unattended upgrades at first boot?); waiting up to $wait s" >&2
+  # One lama install at a time: apt-get update takes the lists' lock without waiting for it.
+  lock=/run/lock/lama-deps.lock
+  [ -w /run/lock ] || lock=${TMPDIR:-/tmp}/lama-deps.lock
+  exec 9>>"$lock"
+  flock -w "$wait" 9 || { echo "lama: another lama install held $lock for $wait s (LAMA_APT_LOCK_WAIT)" >&2; exit 1; }
+  echo "lama: installing ${missing[*]}" >&2
+  if command -v fuser >/dev/null && fuser /var/lib/dpkg/lock-frontend >/dev/null 2>&1; then
+    echo "lama: another apt-get or dpkg holds dpkg's lock (unattended upgrades at first boot?); waiting up to $wait s" >&2
   fi
   apt=($SUDO apt-get -o DPkg::Lock::Timeout="$wait")
-  "${apt[@]}" update -qq
+  start=$SECONDS said=""
+  # Another program's apt-get update (unattended upgrades) holds the lists' lock: try again.
+  until err=$("${apt[@]}" update -qq 2>&1); do
+    if ! grep -q 'Could not get lock' <<<"$err" || [ $((SECONDS - start)) -ge "$wait" ]; then
+      echo "$err" >&2; exit 1
+    fi
+    [ -n "$said" ] || echo "lama: another apt-get holds the package lists' lock (unattended upgrades at first boot?); waiting up to $wait s" >&2
+    said=1; sleep 5
+  done
+  [ -z "$err" ] || echo "$err" >&2
   DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 if [ -z "${1:-}" ]; then
