@@ -1,5 +1,5 @@
 # pyxis + enroot on the guest's Slurm (issue 76), sourced by tests/guest/suite.sh (its run,
-# plan_tasks, release, plugin and work) when LAMA_GUEST_PYXIS names a spank_pyxis.so built
+# plan_tasks, wait_idle, release, plugin and work) when LAMA_GUEST_PYXIS names a spank_pyxis.so built
 # against that Slurm and LAMA_GUEST_ENROOT contrib/enroot-build.sh's prefix (shared read-only).
 # The sandboxes' cases (tests/containers/pyxis.sh) on a distribution's Slurm run by its own units:
 # both plugstack.conf orders (slurmd restarted for each, as a site would), as root and as
@@ -19,7 +19,7 @@ for order in pyxis-first lama-first; do
   # As a site does after changing plugstack.conf: slurmd loads pyxis at start (which makes its
   # /run/pyxis) and writes lama's cache again.
   systemctl restart $slurmd
-  for _ in $(seq 120); do [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break; sleep 1; done
+  wait_idle
   for who in root nobody; do
     name="[guest, Slurm $release] pyxis $order, as $who"
     host=$(lines "$who" "${step[@]}")
@@ -33,5 +33,5 @@ plugstack "required $plugin"
 rm -f /usr/local/bin/enroot*
 # slurmd as the cases after these found it: without pyxis.
 systemctl restart $slurmd
-for _ in $(seq 120); do [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break; sleep 1; done
+wait_idle
 echo "# $(basename "$(dirname "$LAMA_GUEST_PYXIS")") and enroot $("$LAMA_GUEST_ENROOT/bin/enroot" version) on Slurm $release: $(( $(date +%s) - pyxis_started )) s"

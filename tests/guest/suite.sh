@@ -92,7 +92,9 @@ done
 rm -rf /run/lama
 systemctl daemon-reload
 systemctl start munge $ctld $slurmd
-for _ in $(seq 120); do [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break; sleep 1; done
+# wait_idle: until the node is idle again after slurmd (re)starts, two minutes at most.
+wait_idle() { for _ in $(seq 120); do [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break; sleep 1; done; }
+wait_idle
 release=$(srun --version | awk '{print $2}')
 if [ "$(sinfo -h -o %T)" != idle ]; then
   not_ok "Slurm $release under systemd in the guest: the node is not idle" "$(sinfo 2>&1)" "$(tail -n 20 $logs/slurmd.log)"
@@ -503,6 +505,8 @@ if [ -n "${LAMA_GUEST_CRUN:-}" ] && [[ $release != 22.05* ]]; then
   if [ -n "$kept" ] && [ "$kept" = "$host" ] && ! grep -q 'lama' "$work/oci2.err"; then
     ok "[guest, Slurm $release] crun through lama oci-run, cgroup v2: every task's CPUs ($(cut -d' ' -f2 <<<"$kept" | paste -sd' ' -)), memory policy, TASK_MAP, LAMA_* and OpenMP variables as outside a container"
   else not_ok "[guest, Slurm $release] crun through lama oci-run under cgroup v2" "outside:" "$host" "through lama oci-run:" "$kept" "$(cat "$work/oci2.err")"; fi
+elif [ -n "${LAMA_GUEST_CRUN:-}" ]; then
+  skip "[guest, Slurm $release] crun under srun --container: Slurm 22.05 writes none of the task's environment into a container (as tests/containers/oci.sh says)"
 fi
 
 # --- core specialization without cgroup core confinement (issue 48, case 5) ------------------
@@ -516,7 +520,7 @@ for setting in CoreSpecCount=1 CpuSpecList=2,3; do
   sed -i -E "s/^(NodeName=guest .*) (CoreSpecCount|CpuSpecList)=[0-9,]+ State=UNKNOWN$/\1 State=UNKNOWN/; s/^(NodeName=guest .*) State=UNKNOWN$/\1 $setting State=UNKNOWN/" /etc/slurm/slurm.conf
   systemctl restart $ctld
   systemctl restart $slurmd
-  for _ in $(seq 120); do [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break; sleep 1; done
+  wait_idle
   spec=$(scontrol show node guest | grep -o 'CPUSpecList=[0-9,-]*' | cut -d= -f2)
   slurmd_cpus=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/"$(systemctl show -p MainPID --value $slurmd)"/status)
   free=$(for c in $(seq 0 $(($(nproc) - 1))); do [[ ,$(expand "${spec:-none}"), == *,$c,* ]] || echo "$c"; done | paste -sd, -)
