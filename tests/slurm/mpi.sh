@@ -20,18 +20,26 @@ declare -A launch=([openmpi]=pmix [mpich]=pmi2 [ompi5]=pmix [mpich5]=pmi2 [impi]
 # signal"), with or without lama (about 1 step in 60 here, --lama-off included); and on a loaded
 # machine its TCP transport may give up on a peer's connect ("failed to TCP connect", EINPROGRESS:
 # open-mpi/ompi#11508, a timeout outside Open MPI's control), which CI met once while a Slurm
-# build ran beside the suites. No other stack or failure is retried.
+# build ran beside the suites. One of the wheel's Open MPI 5 (ompi5) is retried too: a rank
+# that is still waiting in MPI_Init's closing PMIx fence when a peer, released first, sends on
+# MPI_COMM_WORLD, crashes in mca_pml_ob1_recv_frag_callback_match, because ob1 adds
+# MPI_COMM_WORLD only after that fence (open-mpi/ompi#13559 describes the race); CI met it once on
+# Slurm 22.05 with the machine saturated (the probe printed nothing). No other stack
+# or failure is retried.
 retried=""
 # Leaves the step's output in $work/out and its stderr in $work/err.
 mpi_step() {
   local lib=$1 attempt tries=1 why
   shift
   retried=""
-  [ "$lib" != openmpi ] || tries=3
+  [ "$lib" != openmpi ] && [ "$lib" != ompi5 ] || tries=3
   for ((attempt = 1; attempt <= tries; attempt++)); do
     run "$@" >"$work/out" 2>"$work/err"
     why=""
-    if grep -q 'Process received signal' "$work/err" && [[ $(srun --version) == "slurm 26.05"* ]]; then
+    if [ "$lib" = ompi5 ]; then
+      ! grep -q 'Process received signal' "$work/err" || ! grep -q 'mca_pml_ob1_recv_frag_callback_match' "$work/err" ||
+        why="Open MPI 5 crashed in MPI_Init on a message that came before MPI_COMM_WORLD was ready (open-mpi/ompi#13559)"
+    elif grep -q 'Process received signal' "$work/err" && [[ $(srun --version) == "slurm 26.05"* ]]; then
       why="Open MPI 4.1 crashed at start-up under 26.05's PMIx, as it also does without lama"
     elif grep -q 'failed to TCP connect to a peer' "$work/out" "$work/err"; then
       why="Open MPI 4.1's TCP transport gave up on a peer's connect"
