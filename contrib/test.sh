@@ -16,7 +16,7 @@
 # systemd, cgroup v2, two NUMA nodes and three CPU-less memory tiers, hardware threads; its image built once and cached) runs
 # both Slurm releases under cgroup/v2 (tests/guest/); a Debian 13 root builds lama and its package
 # as the admin guide says, and a Debian 13 guest runs them on Debian's Slurm 24.11, with pyxis
-# built there, crun and Charliecloud (tests/trixie/).
+# built there, crun and Charliecloud (tests/trixie/, beside the sandboxes).
 # Usage: contrib/test.sh
 # Environment: LAMA_SHARED (the shared folder, default ../shared beside the repository),
 #   LAMA_TEST_TARBALLS (Slurm source tarballs to build and test besides Debian's 22.05; default
@@ -63,6 +63,7 @@ export LAMA_SANDBOX_PORT=${LAMA_SANDBOX_PORT:-$base}
 trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true; rm -f "$log"
   [ -z "${crun_pid:-}" ] || kill "$crun_pid" >/dev/null 2>&1 || true
   [ -z "${beside_pid:-}" ] || kill "$beside_pid" >/dev/null 2>&1 || true
+  [ -z "${trixie_pid:-}" ] || kill "$trixie_pid" >/dev/null 2>&1 || true
   if [ -n "${schedmd_pid:-}" ]; then
     kill "$schedmd_pid" >/dev/null 2>&1 || true
     LAMA_SANDBOX=$LAMA_SANDBOX-schedmd contrib/sandbox.sh stop >/dev/null 2>&1 || true
@@ -125,6 +126,27 @@ crun_pid=""
 crun_prefix=$(tail -n 1 "$crun_log")
 [ "$crun_built" = 1 ] || { echo "not ok - crun builds (contrib/crun-build.sh)"; sed 's/^/#   /' "$crun_log"; } | tee -a "$log"
 rm -f "$crun_log"
+
+# The Debian 13 site runs beside the sandboxes: its guest's vCPUs share one host thread
+# (tests/trixie/run.sh) and the sandbox suites mostly wait on Slurm, so the other CPU serves them.
+# Debian 13 must refuse the package built for Debian 12's 22.05, built here first, outside
+# target/package (tests/package.sh builds its own later, from the same release build).
+old_dir=$top/target/package-debian12
+old_err=$(mktemp)
+rm -rf "$old_dir"
+mkdir -p "$old_dir"
+old_deb=$(LAMA_PACKAGE_DIR=$old_dir contrib/package.sh deb 2>"$old_err" | tail -n 1) || true
+if [ ! -f "$old_deb" ]; then
+  { echo "not ok - the Debian package for Debian 12's Slurm builds (Debian 13 must refuse it)"; tail -n 30 "$old_err" | sed 's/^/#   /'; } | tee -a "$log"
+  old_deb=$old_dir/missing.deb
+fi
+rm -f "$old_err"
+echo "== a site on Debian 13, beside the sandboxes: lama built there (hwloc 2.12, Slurm 24.11), its package in a Debian 13 guest on Debian's Slurm 24.11 (tests/trixie/; its lines come at the end) [at $(( $(date +%s) - started )) s]"
+trixie_log=$(mktemp)
+LAMA_GUEST_CRUN=$crun_prefix LAMA_GUEST_ENROOT=$enroot_prefix \
+  suite tests/trixie/run.sh target/debug/lama "$old_deb" >"$trixie_log" 2>&1 &
+trixie_pid=$!
+trixie_started=$(date +%s)
 for r in "${releases[@]}"; do
   include=$r/include
   version=$(version_of "$include")
@@ -215,19 +237,8 @@ done
 schedmd_pid=$!
 schedmd_started=$(date +%s)
 
-echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes and memory tiers, hardware threads (contrib/guest.sh) [at $(( $(date +%s) - started )) s]"
-LAMA_GUEST_FLUX=$flux_prefix LAMA_GUEST_FLUX_PLUGIN=target/debug/liblama_flux.so LAMA_GUEST_CRUN=$crun_prefix \
-  suite tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
-
-echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM [at $(( $(date +%s) - started )) s]"
-suite tests/package.sh | tee -a "$log"
-
-# After the packages: target/package holds the one built for Debian 12's 22.05, which Debian 13
-# must refuse.
-# The Debian 13 guest's vCPUs share one host thread (tests/trixie/run.sh), which leaves the other
-# CPU to the fuzzing and the Flux suites, run beside it at low priority (the fuzz build first,
-# while lama builds in the Debian 13 root); their lines are printed after it.
-echo "== beside the Debian 13 site: Open MPI 5's own mapper beside lama's simple level (tests/ompi/); fuzzing, every target for a few seconds from its committed corpus (AddressSanitizer); then the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh) [at $(( $(date +%s) - started )) s]"
+# Beside the guest too, at low priority (the guest first): CPU work that waits on nothing.
+echo "== beside the guest, at low priority: Open MPI 5's own mapper beside lama's simple level (tests/ompi/); fuzzing, every target for a few seconds from its committed corpus (AddressSanitizer); then the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh) [at $(( $(date +%s) - started )) s]"
 beside_log=$(mktemp)
 (
   renice -n 10 -p "$BASHPID" >/dev/null
@@ -240,14 +251,18 @@ beside_log=$(mktemp)
 beside_pid=$!
 beside_started=$(date +%s)
 
-echo "== a site on Debian 13: lama built there (hwloc 2.12, Slurm 24.11), its package in a Debian 13 guest on Debian's Slurm 24.11 (tests/trixie/) [at $(( $(date +%s) - started )) s]"
-LAMA_GUEST_CRUN=$crun_prefix LAMA_GUEST_ENROOT=$enroot_prefix suite tests/trixie/run.sh target/debug/lama target/package/lama-slurm_*_amd64.deb | tee -a "$log"
+echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes and memory tiers, hardware threads (contrib/guest.sh) [at $(( $(date +%s) - started )) s]"
+LAMA_GUEST_FLUX=$flux_prefix LAMA_GUEST_FLUX_PLUGIN=target/debug/liblama_flux.so LAMA_GUEST_CRUN=$crun_prefix \
+  suite tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
 
+echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM [at $(( $(date +%s) - started )) s]"
+suite tests/package.sh | tee -a "$log"
+
+# What ran beside: their results now.
+collect "a site on Debian 13 (started beside the sandboxes)" "$trixie_pid" "$trixie_started" "$trixie_log"
+trixie_pid=""
 collect "Open MPI's mapper, fuzzing and the Flux suites" "$beside_pid" "$beside_started" "$beside_log"
 beside_pid=""
-
-# SchedMD's tests started beside the guest and ran on beside the packages and the Debian 13
-# site: their results now.
 collect "SchedMD's own tests with lama loaded" "$schedmd_pid" "$schedmd_started" "$schedmd_log"
 schedmd_pid=""
 
