@@ -7,7 +7,9 @@
 #                        output FILE has no `# done: NAME` line (tests/tap.sh's done_testing)
 #   release_plugin INCLUDE DEST   the plugin's release build against INCLUDE's headers copied to
 #                        DEST, which is removed first so that no earlier run's build is ever
-#                        what is tested; `not ok` when the build fails
+#                        what is tested; `not ok` when the build fails. Built with the packages'
+#                        crates (contrib/package.sh), so its dependencies have the features the
+#                        packaged plugin's have and one build serves both
 #   tally LOG            the closing line, `N passed, N failed, N skipped`, from cargo's `test
 #                        result:` lines and the suites' `ok`, `not ok` and `skip` lines; exits 1
 #                        when anything failed or nothing passed
@@ -37,7 +39,7 @@ release_plugin() {
   local include=$1 dest=$2
   mkdir -p "$(dirname "$dest")"
   rm -f "$dest"
-  if SLURM_INCLUDE_DIR=$include cargo build --release --quiet -p lama-spank; then
+  if SLURM_INCLUDE_DIR=$include cargo build --release --quiet -p lama-spank -p lama-probe -p lama-cli -p lama-flux; then
     cp target/release/liblama_spank.so "$dest"
   else
     echo "not ok - the release plugin builds against $include"

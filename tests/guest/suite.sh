@@ -420,13 +420,15 @@ plugstack "required $plugin"
 
 # --- lama check on real NUMA domains (issue 51) ----------------------------------------------
 # A task Slurm bound over CPUs 2-5 (two of each domain) in a job of every CPU: numa-span; a task
-# on CPU 0 whose memory Slurm bound to NUMA node 1: remote-memory.
+# on CPU 0 whose memory Slurm bound to NUMA node 1: remote-memory. The tasks sleep far longer
+# than a check takes (scancel ends them): in a TCG guest beside other work a minute was once too
+# short ("job ended while it was being checked").
 for c in "numa-span:--cpu-bind=mask_cpu:0x3c" "remote-memory:--cpu-bind=map_cpu:0 --mem-bind=map_mem:1"; do
   kind=${c%%:*} args=${c#*:}
-  job=$(sbatch --parsable --exclusive -n1 -o /dev/null --wrap "srun --whole $args sleep 60")
-  for _ in $(seq 120); do squeue -h -s -j "$job" -o %i | grep -q "^$job\.0$" && break; sleep 0.5; done
+  job=$(sbatch --parsable --exclusive -n1 -o /dev/null --wrap "srun --whole $args sleep 900")
+  for _ in $(seq 600); do squeue -h -s -j "$job" -o %i | grep -q "^$job\.0$" && break; sleep 0.5; done
   sleep 3
-  out=$(timeout 120 "$lama" check --jobid "$job" --sample 0.5 2>&1); rc=$?
+  out=$(timeout 300 "$lama" check --jobid "$job" --sample 0.5 2>&1); rc=$?
   scancel "$job"
   if [ $rc -eq 1 ] && grep -q "^  $kind: rank 0 on guest" <<<"$out"; then
     ok "[guest, Slurm $release] lama check of srun $args: $kind, exit 1"
@@ -437,10 +439,10 @@ done
 # package 0 (the first it sees) while the job has GPUs 2 and 3 beside it: far-gpu. The probe
 # reads the guest's topology with its GPUs (hwloc honours HWLOC_XMLFILE; Slurm passes lama
 # check's environment to its probe step).
-job=$(sbatch --parsable --exclusive -n2 --gres=gpu:4 -o /dev/null --wrap "srun --whole --gres=gpu:4 --gpu-bind=none --cpu-bind=map_cpu:0,4 sleep 60")
-for _ in $(seq 120); do squeue -h -s -j "$job" -o %i | grep -q "^$job\.0$" && break; sleep 0.5; done
+job=$(sbatch --parsable --exclusive -n2 --gres=gpu:4 -o /dev/null --wrap "srun --whole --gres=gpu:4 --gpu-bind=none --cpu-bind=map_cpu:0,4 sleep 900")
+for _ in $(seq 600); do squeue -h -s -j "$job" -o %i | grep -q "^$job\.0$" && break; sleep 0.5; done
 sleep 3
-out=$(HWLOC_XMLFILE=/root/guest-gpus.xml timeout 120 "$lama" check --jobid "$job" --sample 0.5 2>&1); rc=$?
+out=$(HWLOC_XMLFILE=/root/guest-gpus.xml timeout 300 "$lama" check --jobid "$job" --sample 0.5 2>&1); rc=$?
 scancel "$job"
 if [ $rc -eq 1 ] && grep -q "^  far-gpu: rank 1 on guest: .*rank 1 uses GPU 0 .* where GPU 2-3 is nearer" <<<"$out"; then
   ok "[guest, Slurm $release] lama check of --gpu-bind=none, a task on package 1: far-gpu (it would use GPU 0), exit 1"

@@ -12,10 +12,19 @@ sequential=${4:-60}
 cluster
 
 # slurmd's resident memory (kB) and open files, per node, once every step has ended and slurmd
-# has had two seconds to finish its replies.
+# has had two seconds to finish its replies. This cluster's slurmstepds are those in its slurmds'
+# UTS namespaces (another cluster may run on the machine: SchedMD's tests run beside).
+uts=$(for node in n1 n2 n3; do readlink "/proc/$(cat "$LAMA_SANDBOX/slurmd-$node.pid")/ns/uts"; done)
+steps_left() {
+  local p
+  for p in $(pgrep -x slurmstepd); do
+    grep -qxF "$(readlink "/proc/$p/ns/uts" 2>/dev/null)" <<<"$uts" && return 0
+  done
+  return 1
+}
 usage() {
   local node pid i
-  for i in $(seq 30); do pgrep -x slurmstepd >/dev/null || break; sleep 1; done
+  for i in $(seq 30); do steps_left || break; sleep 1; done
   sleep 2
   for node in n1 n2 n3; do
     pid=$(cat "$LAMA_SANDBOX/slurmd-$node.pid")
