@@ -64,6 +64,7 @@ trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true; rm -f "$log"
   [ -z "${crun_pid:-}" ] || kill "$crun_pid" >/dev/null 2>&1 || true
   [ -z "${beside_pid:-}" ] || kill "$beside_pid" >/dev/null 2>&1 || true
   [ -z "${trixie_pid:-}" ] || kill "$trixie_pid" >/dev/null 2>&1 || true
+  [ -z "${sandbox_pid:-}" ] || kill "$sandbox_pid" >/dev/null 2>&1 || true
   if [ -n "${schedmd_pid:-}" ]; then
     kill "$schedmd_pid" >/dev/null 2>&1 || true
     LAMA_SANDBOX=$LAMA_SANDBOX-schedmd contrib/sandbox.sh stop >/dev/null 2>&1 || true
@@ -229,15 +230,24 @@ for r in "${releases[@]}"; do
 done
 
 # The releases with fewer suites, each on the sandbox in turn, with the plugin built from its
-# public headers (tests/headers.sh).
+# public headers (tests/headers.sh), then the packages (their own sandbox cluster on the same
+# ports): beside the guest, which needs neither; their lines come after it.
 wait "$reduced_pid" || true
 grep '^not ok' "$reduced_log" | tee -a "$log" || true
 rm -f "$reduced_log"
-for t in $reduced; do
-  v=$(basename "$t"); v=${v#slurm-}; v=${v%.tar.*}
-  echo "== Slurm $v's daemons: options beside lama's, TASK_MAP, the policy, the configurations (contrib/release-suites.sh) [at $(( $(date +%s) - started )) s]"
-  suite contrib/release-suites.sh "$t" "$plugins/$v/liblama_spank.so" "$plugins/$(version_of /usr/include)/liblama_spank.so" | tee -a "$log"
-done
+echo "== beside the guest: the releases with fewer suites, then the packages (their lines come after it) [at $(( $(date +%s) - started )) s]"
+sandbox_log=$(mktemp)
+(
+  for t in $reduced; do
+    v=$(basename "$t"); v=${v#slurm-}; v=${v%.tar.*}
+    echo "== Slurm $v's daemons: options beside lama's, TASK_MAP, the policy, the configurations (contrib/release-suites.sh) [at $(( $(date +%s) - started )) s]"
+    suite contrib/release-suites.sh "$t" "$plugins/$v/liblama_spank.so" "$plugins/$(version_of /usr/include)/liblama_spank.so"
+  done
+  echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM [at $(( $(date +%s) - started )) s]"
+  suite tests/package.sh
+) >"$sandbox_log" 2>&1 &
+sandbox_pid=$!
+sandbox_started=$(date +%s)
 
 # collect NAME PID SINCE OUT: waits for what runs beside the chain (PID, started at SINCE, its
 # lines in OUT), says how long it took and how long the chain waited for it, then adds its lines
@@ -256,10 +266,9 @@ echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes and memory ti
 LAMA_GUEST_FLUX=$flux_prefix LAMA_GUEST_FLUX_PLUGIN=target/debug/liblama_flux.so LAMA_GUEST_CRUN=$crun_prefix \
   suite tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
 
-echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM [at $(( $(date +%s) - started )) s]"
-suite tests/package.sh | tee -a "$log"
-
 # What ran beside the sandboxes and the guest: their results now.
+collect "the releases with fewer suites and the packages" "$sandbox_pid" "$sandbox_started" "$sandbox_log"
+sandbox_pid=""
 collect "a site on Debian 13 (started beside the sandboxes)" "$trixie_pid" "$trixie_started" "$trixie_log"
 trixie_pid=""
 collect "Open MPI's mapper, fuzzing and the Flux suites" "$beside_pid" "$beside_started" "$beside_log"
