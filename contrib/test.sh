@@ -8,7 +8,7 @@
 # failure does to the node, `lama check` on running jobs, a short load, and the scale suite on a
 # sandbox of 64 nodes; SchedMD's own expect tests on placement, environment, SPANK and task
 # launch, each run without lama, with its defaults and under a site's policy=auto
-# (tests/schedmd/, beside the sandboxes); tasks in pyxis + enroot containers, in Slurm's own OCI
+# (tests/schedmd/, beside the guest); tasks in pyxis + enroot containers, in Slurm's own OCI
 # containers under runc and crun, and in Charliecloud (tests/containers/; enroot, pyxis and crun
 # built once and cached); then the Flux shell plugin on
 # real Flux instances (flux-core built once by contrib/flux-build.sh, cached outside the tree); a
@@ -64,7 +64,6 @@ trap 'contrib/sandbox.sh stop >/dev/null 2>&1 || true; rm -f "$log"
   [ -z "${crun_pid:-}" ] || kill "$crun_pid" >/dev/null 2>&1 || true
   [ -z "${beside_pid:-}" ] || kill "$beside_pid" >/dev/null 2>&1 || true
   [ -z "${trixie_pid:-}" ] || kill "$trixie_pid" >/dev/null 2>&1 || true
-  [ -z "${sandbox_pid:-}" ] || kill "$sandbox_pid" >/dev/null 2>&1 || true
   if [ -n "${schedmd_pid:-}" ]; then
     kill "$schedmd_pid" >/dev/null 2>&1 || true
     LAMA_SANDBOX=$LAMA_SANDBOX-schedmd contrib/sandbox.sh stop >/dev/null 2>&1 || true
@@ -148,39 +147,6 @@ LAMA_GUEST_CRUN=$crun_prefix LAMA_GUEST_ENROOT=$enroot_prefix \
   suite tests/trixie/run.sh target/debug/lama "$old_deb" >"$trixie_log" 2>&1 &
 trixie_pid=$!
 trixie_started=$(date +%s)
-
-# SchedMD's own tests with lama loaded run on a sandbox of their own beside the sandboxes and the
-# guest: they spend most of their time waiting for Slurm (sleeps, scheduling).
-echo "== SchedMD's own tests with lama loaded, three times each (tests/schedmd/), beside the sandboxes (their lines come at the end) [at $(( $(date +%s) - started )) s]"
-schedmd_log=$(mktemp)
-contrib/deps.sh --schedmd
-for schedmd_port in 21800 22800 20800 18800; do
-  LAMA_SANDBOX_PORT=$schedmd_port LAMA_SANDBOX_NODES=3 contrib/sandbox.sh free-port && break
-done
-(
-  export LAMA_SANDBOX=$LAMA_SANDBOX-schedmd LAMA_SANDBOX_PORT=$schedmd_port LAMA_SHARED=$shared
-  for r in "${releases[@]}"; do
-    suite tests/schedmd/sandbox.sh "$r" "$plugins/$(version_of "$r/include")/liblama_spank.so" tests/schedmd/sandbox.txt
-  done
-) >"$schedmd_log" 2>&1 &
-schedmd_pid=$!
-schedmd_started=$(date +%s)
-
-# CPU work that waits on nothing, at low priority: it takes what the sandboxes and the guests
-# leave (their lines come at the end).
-echo "== beside the sandboxes, at low priority: Open MPI 5's own mapper beside lama's simple level (tests/ompi/); fuzzing, every target for a few seconds from its committed corpus (AddressSanitizer); then the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh) [at $(( $(date +%s) - started )) s]"
-beside_log=$(mktemp)
-(
-  renice -n 10 -p "$BASHPID" >/dev/null
-  LAMA_SHARED=$shared suite tests/ompi/differential.sh target/debug/lama
-  suite tests/fuzz.sh 5
-  for s in plugin hardware shapes; do
-    suite tests/flux/$s.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not ok|ok|skip) - /&[Flux] /'
-  done
-) >"$beside_log" 2>&1 &
-beside_pid=$!
-beside_started=$(date +%s)
-
 for r in "${releases[@]}"; do
   include=$r/include
   version=$(version_of "$include")
@@ -230,24 +196,15 @@ for r in "${releases[@]}"; do
 done
 
 # The releases with fewer suites, each on the sandbox in turn, with the plugin built from its
-# public headers (tests/headers.sh), then the packages (their own sandbox cluster on the same
-# ports): beside the guest, which needs neither; their lines come after it.
+# public headers (tests/headers.sh).
 wait "$reduced_pid" || true
 grep '^not ok' "$reduced_log" | tee -a "$log" || true
 rm -f "$reduced_log"
-echo "== beside the guest: the releases with fewer suites, then the packages (their lines come after it) [at $(( $(date +%s) - started )) s]"
-sandbox_log=$(mktemp)
-(
-  for t in $reduced; do
-    v=$(basename "$t"); v=${v#slurm-}; v=${v%.tar.*}
-    echo "== Slurm $v's daemons: options beside lama's, TASK_MAP, the policy, the configurations (contrib/release-suites.sh) [at $(( $(date +%s) - started )) s]"
-    suite contrib/release-suites.sh "$t" "$plugins/$v/liblama_spank.so" "$plugins/$(version_of /usr/include)/liblama_spank.so"
-  done
-  echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM [at $(( $(date +%s) - started )) s]"
-  suite tests/package.sh
-) >"$sandbox_log" 2>&1 &
-sandbox_pid=$!
-sandbox_started=$(date +%s)
+for t in $reduced; do
+  v=$(basename "$t"); v=${v#slurm-}; v=${v%.tar.*}
+  echo "== Slurm $v's daemons: options beside lama's, TASK_MAP, the policy, the configurations (contrib/release-suites.sh) [at $(( $(date +%s) - started )) s]"
+  suite contrib/release-suites.sh "$t" "$plugins/$v/liblama_spank.so" "$plugins/$(version_of /usr/include)/liblama_spank.so" | tee -a "$log"
+done
 
 # collect NAME PID SINCE OUT: waits for what runs beside the chain (PID, started at SINCE, its
 # lines in OUT), says how long it took and how long the chain waited for it, then adds its lines
@@ -262,13 +219,46 @@ collect() {
   rm -f "$out"
 }
 
+# SchedMD's own tests with lama loaded run on a sandbox of their own while the guest and what
+# follows run: they spend most of their time waiting for Slurm (sleeps, scheduling), the guest
+# its time on both CPUs; their lines are printed at the end.
+echo "== SchedMD's own tests with lama loaded, three times each (tests/schedmd/): started beside the guest [at $(( $(date +%s) - started )) s]"
+schedmd_log=$(mktemp)
+contrib/deps.sh --schedmd
+for schedmd_port in 21800 22800 20800 18800; do
+  LAMA_SANDBOX_PORT=$schedmd_port LAMA_SANDBOX_NODES=3 contrib/sandbox.sh free-port && break
+done
+(
+  export LAMA_SANDBOX=$LAMA_SANDBOX-schedmd LAMA_SANDBOX_PORT=$schedmd_port LAMA_SHARED=$shared
+  for r in "${releases[@]}"; do
+    suite tests/schedmd/sandbox.sh "$r" "$plugins/$(version_of "$r/include")/liblama_spank.so" tests/schedmd/sandbox.txt
+  done
+) >"$schedmd_log" 2>&1 &
+schedmd_pid=$!
+schedmd_started=$(date +%s)
+
+# Beside the guest too, at low priority (the guest first): CPU work that waits on nothing.
+echo "== beside the guest, at low priority: Open MPI 5's own mapper beside lama's simple level (tests/ompi/); fuzzing, every target for a few seconds from its committed corpus (AddressSanitizer); then the Flux shell plugin against a real flux-core (built once by contrib/flux-build.sh) [at $(( $(date +%s) - started )) s]"
+beside_log=$(mktemp)
+(
+  renice -n 10 -p "$BASHPID" >/dev/null
+  LAMA_SHARED=$shared suite tests/ompi/differential.sh target/debug/lama
+  suite tests/fuzz.sh 5
+  for s in plugin hardware shapes; do
+    suite tests/flux/$s.sh target/debug/lama target/debug/liblama_flux.so "$flux_prefix" 2>&1 | sed -E 's/^(not ok|ok|skip) - /&[Flux] /'
+  done
+) >"$beside_log" 2>&1 &
+beside_pid=$!
+beside_started=$(date +%s)
+
 echo "== the site-kernel guest: systemd, cgroup v2, two NUMA nodes and memory tiers, hardware threads (contrib/guest.sh) [at $(( $(date +%s) - started )) s]"
 LAMA_GUEST_FLUX=$flux_prefix LAMA_GUEST_FLUX_PLUGIN=target/debug/liblama_flux.so LAMA_GUEST_CRUN=$crun_prefix \
   suite tests/guest/run.sh target/debug/lama "$plugins" "${prefixes[@]}" | tee -a "$log"
 
-# What ran beside the sandboxes and the guest: their results now.
-collect "the releases with fewer suites and the packages" "$sandbox_pid" "$sandbox_started" "$sandbox_log"
-sandbox_pid=""
+echo "== packages: the Debian package installed on Debian's Slurm, then removed; the RPM [at $(( $(date +%s) - started )) s]"
+suite tests/package.sh | tee -a "$log"
+
+# What ran beside: their results now.
 collect "a site on Debian 13 (started beside the sandboxes)" "$trixie_pid" "$trixie_started" "$trixie_log"
 trixie_pid=""
 collect "Open MPI's mapper, fuzzing and the Flux suites" "$beside_pid" "$beside_started" "$beside_log"
