@@ -5,6 +5,7 @@
 #                                  with lintian: the plugin in Slurm's plugin directory, lama in
 #                                  /usr/bin, manual pages, completions, documentation, and a
 #                                  commented plugstack.conf.d snippet (installing enables nothing)
+#        contrib/package.sh crates the cargo -p options of the crates the packages ship
 #        contrib/package.sh rpm    an RPM for EL sites that build Slurm themselves, from
 #                                  contrib/lama-slurm.spec with rpmbuild
 # The plugin is built against the headers SLURM_INCLUDE_DIR names (default: the installed
@@ -17,6 +18,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
 kind=${1:-}
+# The crates a package ships, built together (their dependencies' features unified as shipped).
+# `contrib/package.sh crates` prints them for other release builds of the plugin (tests/harness.sh).
+crates=(-p lama-spank -p lama-probe -p lama-cli -p lama-flux)
+[ "$kind" != crates ] || { echo "${crates[*]}"; exit 0; }
 # Where cargo builds (CARGO_TARGET_DIR, as cargo reads it; default target).
 bin=${CARGO_TARGET_DIR:-$top/target}/release
 out=${LAMA_PACKAGE_DIR:-$top/target/package}
@@ -39,7 +44,7 @@ maintainer="$name <$email>"
 
 build() {
   contrib/deps.sh
-  cargo build --release --quiet -p lama-spank -p lama-probe -p lama-cli -p lama-flux
+  cargo build --release --quiet "${crates[@]}"
   rm -rf "$out/gen"
   "$bin/lama" generate "$out/gen"
 }

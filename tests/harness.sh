@@ -39,7 +39,8 @@ release_plugin() {
   local include=$1 dest=$2
   mkdir -p "$(dirname "$dest")"
   rm -f "$dest"
-  if SLURM_INCLUDE_DIR=$include cargo build --release --quiet -p lama-spank -p lama-probe -p lama-cli -p lama-flux; then
+  # shellcheck disable=SC2046 # the crates' -p options, one word each
+  if SLURM_INCLUDE_DIR=$include cargo build --release --quiet $("$(dirname "${BASH_SOURCE[0]}")/../contrib/package.sh" crates); then
     cp target/release/liblama_spank.so "$dest"
   else
     echo "not ok - the release plugin builds against $include"
