@@ -161,7 +161,7 @@ plugstack "required $plugin"
 # message says so before any task starts (and, with --lama-oversubscribe, that tasks share).
 refused "-c1 with a two-core binding inside a job" "srun's -c 1 implies --exact" \
   -N1 -n1 -c1 --lama-map=csbnh --lama-bind=2c
-out=$(timeout 120 salloc -N1 -n"$cpus" srun -n"$cpus" -c1 --lama-map=csbnh --lama-bind=2c --lama-oversubscribe bash -c "$where" 2>&1)
+out=$(timeout 120 salloc -N1 -w n1 -n"$cpus" srun -n"$cpus" -c1 --lama-map=csbnh --lama-bind=2c --lama-oversubscribe bash -c "$where" 2>&1)
 if [ "$(grep -c "lama: warning: tasks of this step share CPUs on node 0 n1: this step holds $cpus CPU(s) here for $cpus task(s): srun's -c 1 implies --exact" <<<"$out")" = 1 ] &&
   [ "$(grep -c '^at ' <<<"$out")" = "$cpus" ]; then
   ok "-c1 with a two-core binding and --lama-oversubscribe: the tasks run, sharing, said once with the reason"

@@ -134,7 +134,7 @@ show=$work/show
 online=$work/online
 cluster LAMA_SANDBOX_SLURMD_ENV="LD_PRELOAD=$shim LAMA_FAULT_REFUSE_AFFINITY=$flag LAMA_FAULT_SHOW_CPUS=$show LAMA_FAULT_ONLINE=$online"
 touch "$flag"
-refused "sched_setaffinity refused" "cannot bind task 0 on n1 to cpus 0: Operation not permitted" -N1 -n1 --lama-map=csbnh --lama-bind=1c
+refused "sched_setaffinity refused" "cannot bind task 0 on n1 to cpus 0: Operation not permitted" -N1 -w n1 -n1 --lama-map=csbnh --lama-bind=1c
 out=$(run -N1 -n1 bash -c 'echo "ran $TASK_MAP"' 2>&1)
 if grep -q '^ran {' <<<"$out"; then ok "sched_setaffinity refused: a step without placement runs (lama binds nothing there)"
 else not_ok "step without placement under refused affinity" "$out"; fi

@@ -198,11 +198,11 @@ refused "bad --lama-mem" "invalid --lama-mem 'far'; valid: local" -N1 -n1 --lama
 got=$(run -N1 -n1 --lama-policy=auto --lama-mem=interleave bash "$work/mem.sh" 2>"$work/err")
 if [ "$got" = "0 $nodes interleave:$nodes" ]; then ok "--lama-mem=interleave: the task's memory interleaved over the NUMA nodes of its CPUs ($nodes), seen in /proc/self/numa_maps"
 else not_ok "--lama-mem=interleave" "$got" "$(cat "$work/err")"; fi
-out=$(run -N1 -n1 --lama-policy=auto --lama-mem=interleave --lama-verbose true 2>&1)
+out=$(run -N1 -w n1 -n1 --lama-policy=auto --lama-mem=interleave --lama-verbose true 2>&1)
 if grep -q "lama: task 0 on n1 (node 0): bound to cpus .* mems=$nodes (interleave)" <<<"$out"; then ok "--lama-verbose shows the task's memory nodes and policy (mems=$nodes (interleave))"
 else not_ok "--lama-verbose with --lama-mem=interleave" "$out"; fi
 for mode in hbm prefer-hbm; do
-  out=$(run -N1 -n2 --lama-policy=auto --lama-mem=$mode bash -c 'echo TASK-RAN' 2>&1)
+  out=$(run -N1 -w n1 -n2 --lama-policy=auto --lama-mem=$mode bash -c 'echo TASK-RAN' 2>&1)
   if [ "$(grep -c "lama: error: memory mode $mode: no memory faster than the default memory .* (node 0 n1: no task of this step was started there)" <<<"$out")" = 1 ] && ! grep -q TASK-RAN <<<"$out"; then
     ok "--lama-mem=$mode without a faster tier: the node's tasks stop, said once, naming the node"
   else not_ok "--lama-mem=$mode without a faster tier" "$out"; fi
