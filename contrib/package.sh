@@ -29,6 +29,9 @@ die() { echo "package: $*" >&2; exit 1; }
 
 version=$(awk -F'"' '/^\[workspace.package\]/ {w = 1} w && $1 ~ /^version/ {print $2; exit}' Cargo.toml)
 include=${SLURM_INCLUDE_DIR:-/usr/include}
+# Set either way: the plugin's build script reruns when this variable changes, even from unset
+# to its default, so a build that names it (tests/harness.sh's release_plugin) reuses this one.
+export SLURM_INCLUDE_DIR=$include
 slurm=$(contrib/slurm-version.sh "$include") || die "cannot tell the Slurm release of $include"
 # Slurm checks a SPANK plugin's major.minor only: the package requires that release, any
 # maintenance version (a plugin built on 24.11.7's headers loads on Debian's 24.11.5). Every
