@@ -3,7 +3,7 @@
 # node would (`lama check --jobid J`): a step lama placed (clean, exit 0), tasks Slurm put on
 # one CPU (`shared-cpu`), OpenMP threads bound to one place (`stacked-threads`), an `mpirun` job
 # inside an allocation, a job of another user (refused), a job that ends while it is checked
-# (exit 2); the JSON report's fields. Expected findings follow from what each job was made to do.
+# (exit 3); the JSON report's fields. Expected findings follow from what each job was made to do.
 # Usage: tests/slurm/check.sh LAMA_BINARY PLUGIN_SO
 #   (LAMA_SANDBOX and LAMA_SANDBOX_PORT name the cluster this script restarts and leaves running)
 set -uo pipefail
@@ -105,7 +105,7 @@ else not_ok "lama check of an mpirun job (exit $rc, ranks '$ranks')" "$out" "$(c
 out=$(timeout 60 runuser -u nobody -- "$lama" check --jobid "$job" 2>&1)
 rc=$?
 if [ $rc -eq 3 ] && grep -q "job $job belongs to root(0): only that user or root may check it" <<<"$out"; then
-  ok "a job of another user: refused, exit 2 ($out)"
+  ok "a job of another user: refused, exit 3 ($out)"
 else not_ok "lama check of another user's job (exit $rc)" "$out"; fi
 scancel "$job"
 
@@ -113,7 +113,7 @@ scancel "$job"
 job=$(started -N1 -n1 --wrap "srun $work/spin 3")
 check "$job" --sample 6
 if [ $rc -eq 3 ] && grep -qE "job $job ended while it was being checked|job $job is not running" <<<"$out"; then
-  ok "a job that ends while it is checked: exit 2 ($out)"
+  ok "a job that ends while it is checked: exit 3 ($out)"
 else not_ok "lama check of an ending job (exit $rc)" "$out"; fi
 
 for r in clean shared placed; do

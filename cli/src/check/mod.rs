@@ -3,7 +3,8 @@
 //! the step's tasks and threads are really using; the findings are judged by
 //! [`lama::check::judge`] and shown as a table and lines (`report.rs`), or as JSON.
 //!
-//! Exit status: 0 nothing found, 1 findings, 2 the job could not be checked.
+//! Exit status: 0 nothing found, 1 findings, 2 an invalid option (clap), 3 the job could not be
+//! checked.
 
 use std::collections::HashMap;
 use std::process::{Command, ExitCode};
@@ -137,17 +138,11 @@ fn target(a: &CheckArgs) -> Result<Target, String> {
         ));
     }
     let steps_text = output(
-        Command::new("squeue").args(["-h", "-s", "-j", &job.to_string(), "-o", "%i"]),
+        Command::new("squeue").args(["-h", "-s", "-j", &job.to_string(), "-o", "%i %j"]),
         "squeue -s",
     )?;
     let own = crate::env("SLURM_STEP_ID").and_then(|s| s.parse::<u32>().ok());
-    // The job's numbered steps (not its batch, extern or interactive step), but this one.
-    let mut steps: Vec<u32> = steps_text
-        .lines()
-        .filter_map(|l| l.trim().split_once('.')?.1.parse::<u32>().ok())
-        .filter(|s| Some(*s) != own)
-        .collect();
-    steps.sort_unstable();
+    let mut steps = checkable_steps(&steps_text, own);
     let step = match a.step {
         Some(s) if steps.contains(&s) => s,
         Some(s) => return Err(format!("job {job} runs no step {s}")),
@@ -170,6 +165,25 @@ fn target(a: &CheckArgs) -> Result<Target, String> {
     })
 }
 
+/// The step name of `lama check`'s own probe (`srun --job-name`), so that a later check does
+/// not take a probe step that is still ending for the job's newest step.
+const PROBE_STEP: &str = "lama-check-probe";
+
+/// The job's numbered steps from `squeue -s -o "%i %j"` lines, ascending: not its batch,
+/// extern or interactive step, not `own` (the step this runs in), not a check's probe.
+fn checkable_steps(squeue: &str, own: Option<u32>) -> Vec<u32> {
+    let mut steps: Vec<u32> = squeue
+        .lines()
+        .filter_map(|l| {
+            let (id, name) = l.trim().split_once(' ').unwrap_or((l.trim(), ""));
+            let step = id.split_once('.')?.1.parse::<u32>().ok()?;
+            (name.trim() != PROBE_STEP && Some(step) != own).then_some(step)
+        })
+        .collect();
+    steps.sort_unstable();
+    steps
+}
+
 /// Runs the probe on every node of the step; its output.
 fn probe(t: &Target, sample: f64) -> Result<String, String> {
     let me = std::env::current_exe().map_err(|e| format!("cannot find lama's own path: {e}"))?;
@@ -179,6 +193,7 @@ fn probe(t: &Target, sample: f64) -> Result<String, String> {
         .args(["--nodes", &n, "--ntasks", &n, "--ntasks-per-node=1"])
         .args(["--nodelist", &t.hosts.join(",")])
         .args(["--cpus-per-task=1", "--cpu-bind=none", "--label"])
+        .args(["--job-name", PROBE_STEP])
         .arg(&me)
         .args(["check-probe", "--job", &t.job.to_string()])
         .args([
@@ -311,5 +326,26 @@ pub fn run(a: CheckArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_leave_out_special_steps_own_step_and_probes() {
+        // As squeue -s -o "%i %j" prints them: the probe of a check just before (7.3) may
+        // still be listed while it ends.
+        let text =
+            "7.batch batch\n7.extern extern\n7.0 spin\n7.2 a.out\n7.3 lama-check-probe\n7.1 spin\n";
+        assert_eq!(checkable_steps(text, None), vec![0, 1, 2]);
+        assert_eq!(checkable_steps(text, Some(2)), vec![0, 1]);
+        assert_eq!(
+            checkable_steps("7.4 lama-check-probe\n", None),
+            Vec::<u32>::new()
+        );
+        // A name with a space, and a line without a name.
+        assert_eq!(checkable_steps("7.5 my job\n7.6\n", None), vec![5, 6]);
     }
 }
