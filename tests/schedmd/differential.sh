@@ -178,9 +178,20 @@ races=$work/races
 spank_output_race() {
   [ "$1" = test7.24 ] && grep -q 'verify SPANK plugin printed debug logs' <<<"$2"
 }
+# A subtest whose command SchedMD's test gives a few seconds timed out (test7.11 runs salloc,
+# sbatch and srun with a bad option of its own SPANK plugin under `-timeout 2`): on a loaded
+# machine, or in the Debian 13 guest's one TCG thread beside the sandbox suites, start-up alone
+# can take that long. Seen there once in six runs under policy=auto (salloc, which lama's
+# plugin leaves at its option callbacks), never twice in a row. Not the whole test's timeout:
+# a test that hangs is not run again.
+# (The reason is cut to 200 characters: the log says which command timed out.)
+short_timeout() {
+  [[ $2 != python/* ]] && grep -q '^Subtest .*Command "' <<<"$(sed -n 2p <<<"$1")" &&
+    grep -qE 'Command "[^"]*" timed out after [0-9]+ seconds' "$out/$2.$3.log" 2>/dev/null
+}
 # One run of TEST in MODE: prints "pass", "fail" or "skip", then Slurm's reason. A run that
-# failed on salloc's race or test7.24's output race above is run again, at most twice, and
-# counted in $races.
+# failed on salloc's race, test7.24's output race or a subtest's short timeout above is run
+# again, at most twice, and counted in $races.
 run_one() {
   local try r stopped
   for try in 1 2 3; do
@@ -192,6 +203,8 @@ run_one() {
       echo "$1 $2 salloc" >>"$races"
     elif spank_output_race "$1" "$r"; then
       echo "$1 $2 spank-output" >>"$races"
+    elif short_timeout "$r" "$1" "$2"; then
+      echo "$1 $2 short-timeout" >>"$races"
     else
       break
     fi
@@ -363,7 +376,7 @@ while IFS=$'\t' read -r t none def auto secs reasons steady ran unsteady; do
   fi
 done <"$table"
 retried=""
-[ ! -s "$races" ] || retried="; $(wc -l <"$races") run(s) retried for Slurm's races (salloc's job-control race, test7.24's SPANK output race: tests/schedmd/differential.sh): $(sort "$races" | uniq -c |
+[ ! -s "$races" ] || retried="; $(wc -l <"$races") run(s) retried for Slurm's races (salloc's job-control race, test7.24's SPANK output race) or a subtest's short timeout (tests/schedmd/differential.sh): $(sort "$races" | uniq -c |
   awk '{ m = $3 == "none" ? "without lama" : $3 == "default" ? "defaults" : "policy=auto"; printf "%s%s %s %s %d", s, $2, m, $4, $1; s = ", " }')"
 if [ $bad = 0 ]; then
   echo "ok - [$label] no test that passes without lama fails with lama's default arguments or differs unexplained under policy=auto ($(count 2 pass) pass, $(count 2 fail) fail, $(count 2 skip) skip without lama$retried)"
