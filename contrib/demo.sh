@@ -24,6 +24,7 @@ contrib/deps.sh --mpi
 if [ -n "${LAMA_SLURM_PREFIX:-}" ]; then
   export SLURM_INCLUDE_DIR=$LAMA_SLURM_PREFIX/include PATH=$LAMA_SLURM_PREFIX/bin:$LAMA_SLURM_PREFIX/sbin:$PATH
 fi
+echo "demo: building lama (cargo build --release: a few minutes on 2 cores the first time)"
 cargo build --release --quiet -p lama-spank -p lama-probe -p lama-cli
 plugin=$top/target/release/liblama_spank.so
 lama=$top/target/release/lama
