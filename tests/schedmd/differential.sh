@@ -187,7 +187,11 @@ spank_output_race() {
 # (The reason is cut to 200 characters: the log says which command timed out.)
 short_timeout() {
   [[ $2 != python/* ]] && grep -q '^Subtest .*Command "' <<<"$(sed -n 2p <<<"$1")" &&
-    grep -qE 'Command "[^"]*" timed out after [0-9]+ seconds' "$out/$2.$3.log" 2>/dev/null
+    grep -qE 'Command "[^"]*" timed out after [0-9]+ seconds' "$(log_of "$2" "$3")" 2>/dev/null
+}
+# The log of TEST's run in MODE (a Python test's path made one file name).
+log_of() {
+  echo "$out/$(tr / _ <<<"${1#python/tests/}").$2.log"
 }
 # One run of TEST in MODE: prints "pass", "fail" or "skip", then Slurm's reason. A run that
 # failed on salloc's race, test7.24's output race or a subtest's short timeout above is run
@@ -212,11 +216,11 @@ run_one() {
   echo "$r"
 }
 run_once() {
-  local test=$1 mode=$2 log=$out/$1.$2.log rc reason
+  local test=$1 mode=$2 log rc reason
+  log=$(log_of "$1" "$2")
   settle "$test" "$mode"
   line_of "$mode" >"$plugstack"
   if [[ $test == python/* ]]; then
-    log=$out/$(tr / _ <<<"${test#python/tests/}").$mode.log
     # ATF runs Slurm's commands from PATH; COLUMNS keeps pytest's summary lines whole.
     (cd "$work/slurm/testsuite/python" && PATH=$prefix/bin:$PATH COLUMNS=400 timeout -k 10 "$limit" \
       pytest-3 -q -rsfE -p no:cacheprovider "${test#python/}") >"$log" 2>&1 </dev/null
@@ -271,13 +275,12 @@ started=$(date +%s)
 for t in "${tests[@]}"; do
   [ -f "$expect_dir/$t" ] || [ -f "$work/slurm/testsuite/$t" ] || { absent+=("$t"); continue; }
   t0=$(date +%s)
-  base=$out/$(tr / _ <<<"${t#python/tests/}")
   declare -A got=() why=() hist=() seen=()
   # Up to three rounds of the three runs, while they differ: a difference counts only when it
   # is steady (below).
   for round in 1 2 3; do
     # Earlier rounds' logs stay beside the last one's.
-    [ "$round" = 1 ] || for m in "${modes[@]}"; do mv "$base.$m.log" "$base.$m.round$((round - 1)).log"; done
+    [ "$round" = 1 ] || for m in "${modes[@]}"; do l=$(log_of "$t" "$m"); mv "$l" "${l%.log}.round$((round - 1)).log"; done
     for m in "${modes[@]}"; do
       r=$(run_one "$t" "$m")
       got[$m]=$(head -n 1 <<<"$r") why[$m]=$(sed -n 2p <<<"$r")
