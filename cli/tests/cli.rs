@@ -118,8 +118,7 @@ fn taskmap_from_slurm_environment_and_flags() {
 
 #[test]
 fn missing_or_broken_topology_files_are_errors_not_crashes() {
-    let dir = std::env::temp_dir().join(format!("lama-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = scratch("topology-files");
     let missing = dir.join("missing.xml");
     let broken = dir.join("broken.xml");
     std::fs::write(&broken, "not xml at all").expect("write");
@@ -136,7 +135,6 @@ fn missing_or_broken_topology_files_are_errors_not_crashes() {
         assert!(err.contains(says), "{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

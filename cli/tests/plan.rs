@@ -271,7 +271,8 @@ fn plan_shows_each_ranks_openmp_places() {
 
 #[test]
 fn plan_draws_each_node_shape_as_svg() {
-    let out = scratch("svg").join("plan.svg");
+    let dir = scratch("svg");
+    let out = dir.join("plan.svg");
     // Two nodes of one shape and one of another: two drawings, every PU drawn once per
     // drawing, one legend swatch per rank of the drawn nodes.
     let o = lama(

@@ -68,18 +68,34 @@ fn peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (out, PEAK.load(Ordering::SeqCst).max(0) as usize)
 }
 
-fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lama-hostile-{}", std::process::id()));
+/// A file of `text` in a directory of its own, both removed when dropped.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn path(&self) -> std::path::PathBuf {
+        self.0.join("file")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_file(name: &str, text: &str) -> TempFile {
+    let dir = std::env::temp_dir().join(format!("lama-hostile-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
+    let file = TempFile(dir);
+    std::fs::write(file.path(), text).unwrap();
+    file
 }
 
 /// The arbitrary map of a 1-task step on `hosts`, read from a host file of `text` as slurmstepd
 /// reads it (from disk, the plugin's block limit).
 fn one_task_step(name: &str, hosts: &[&str], text: &str) -> (Result<usize, String>, usize) {
-    let path = temp_file(name, text);
+    let file = temp_file(name, text);
+    let path = file.path();
     let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
     let mut counts = vec![0u32; hosts.len()];
     counts[0] = 1;
@@ -155,7 +171,8 @@ fn a_node_list_is_expanded_no_further_than_the_step_has_nodes() {
     assert!(e.contains("names more than 3 hosts"), "{e}");
     assert!(bytes < 1 << 16, "{bytes} bytes");
     // As the plugin reads the step: three nodes in the counts, sixteen million in the list.
-    let path = temp_file("nodes", "n1\n");
+    let file = temp_file("nodes", "n1\n");
+    let path = file.path();
     let env = StepEnv {
         tasks_per_node: Some("1(x3)".into()),
         nodelist: Some("n[1-16777215]".into()),
