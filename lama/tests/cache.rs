@@ -8,39 +8,15 @@ use lama::cache::{read, write, CacheError, Detail, Writer};
 use lama::NodeTopology;
 use proptest::prelude::*;
 
+#[path = "common/scratch.rs"]
+mod scratch_folder;
+use scratch_folder::scratch;
+
 fn xml(name: &str) -> PathBuf {
     PathBuf::from(format!(
         "{}/../tests/topologies/{name}",
         env!("CARGO_MANIFEST_DIR")
     ))
-}
-
-/// A folder of its own for one test, removed when the test ends (passing or not).
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl AsRef<std::path::Path> for Scratch {
-    fn as_ref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("lama-cache-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    Scratch(dir)
 }
 
 #[test]
@@ -54,7 +30,7 @@ fn machines_with_devices_come_back_unchanged() {
     assert!(names.len() >= 18, "every real machine: {names:?}");
     for name in names.iter().map(String::as_str) {
         let (node, loc) = NodeTopology::from_xml_file_with_devices(&xml(name), true).expect("xml");
-        let dir = scratch(&name.replace('.', "-"));
+        let dir = scratch(&format!("cache-{}", name.replace('.', "-")));
         let file = dir.join("topology-n1.json");
         write(&file, &node, &loc, None, Writer::Root).expect("write");
         let back = read(&file, true, Writer::Root).expect("read");
@@ -102,7 +78,7 @@ fn damaged_caches_are_errors() {
     let (node, loc) =
         NodeTopology::from_xml_file_with_devices(&xml("32em64t-2n8c2t-pci-normalio.xml"), true)
             .expect("xml");
-    let dir = scratch("damaged");
+    let dir = scratch("cache-damaged");
     let good = dir.join("good.json");
     write(&good, &node, &loc, None, Writer::Root).expect("write");
     let text = std::fs::read_to_string(&good).expect("text");
@@ -207,7 +183,7 @@ proptest! {
     /// Any bytes at all: an answer, never a panic.
     #[test]
     fn reading_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
-        let dir = scratch("fuzz");
+        let dir = scratch("cache-fuzz");
         let f = dir.join("t.json");
         std::fs::write(&f, &bytes).expect("write");
         let _ = read(&f, true, Writer::Root);
@@ -229,7 +205,7 @@ fn caches_of_another_host_or_other_cpus_are_not_fresh() {
 
 #[test]
 fn caches_are_not_written_into_folders_others_can_change() {
-    let dir = scratch("open-folder");
+    let dir = scratch("cache-open-folder");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let t = NodeTopology::from_synthetic("pack:1 core:2 pu:1").unwrap();

@@ -11,6 +11,10 @@ use std::sync::Mutex;
 use lama::slurm::step_map::{arbitrary_map_within, counts_map_within, HostFile};
 use lama::slurm::{expand_hostlist_within, read_hostfile_within, StepEnv};
 
+#[path = "common/scratch.rs"]
+mod scratch_folder;
+use scratch_folder::{scratch, Scratch};
+
 /// System's allocator, counting the bytes the measuring thread has in use and their peak (other
 /// tests run on other threads meanwhile: their allocations must not count).
 struct Counting;
@@ -68,34 +72,18 @@ fn peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (out, PEAK.load(Ordering::SeqCst).max(0) as usize)
 }
 
-/// A file of `text` in a directory of its own, both removed when dropped.
-struct TempFile(std::path::PathBuf);
-
-impl TempFile {
-    fn path(&self) -> std::path::PathBuf {
-        self.0.join("file")
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn temp_file(name: &str, text: &str) -> TempFile {
-    let dir = std::env::temp_dir().join(format!("lama-hostile-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = TempFile(dir);
-    std::fs::write(file.path(), text).unwrap();
-    file
+/// A file of `text` in a scratch folder of its own (the folder and the file's path).
+fn temp_file(name: &str, text: &str) -> (Scratch, std::path::PathBuf) {
+    let dir = scratch(&format!("hostile-{name}"));
+    let path = dir.join("file");
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
 }
 
 /// The arbitrary map of a 1-task step on `hosts`, read from a host file of `text` as slurmstepd
 /// reads it (from disk, the plugin's block limit).
 fn one_task_step(name: &str, hosts: &[&str], text: &str) -> (Result<usize, String>, usize) {
-    let file = temp_file(name, text);
-    let path = file.path();
+    let (_dir, path) = temp_file(name, text);
     let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
     let mut counts = vec![0u32; hosts.len()];
     counts[0] = 1;
@@ -171,8 +159,7 @@ fn a_node_list_is_expanded_no_further_than_the_step_has_nodes() {
     assert!(e.contains("names more than 3 hosts"), "{e}");
     assert!(bytes < 1 << 16, "{bytes} bytes");
     // As the plugin reads the step: three nodes in the counts, sixteen million in the list.
-    let file = temp_file("nodes", "n1\n");
-    let path = file.path();
+    let (_dir, path) = temp_file("nodes", "n1\n");
     let env = StepEnv {
         tasks_per_node: Some("1(x3)".into()),
         nodelist: Some("n[1-16777215]".into()),

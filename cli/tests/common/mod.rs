@@ -41,34 +41,12 @@ pub fn plan_on_node(rest: &str) -> Vec<&str> {
     ["plan"].into_iter().chain(synthetic(rest)).collect()
 }
 
-/// A scratch directory of this test process, removed when dropped (a test run leaves no
-/// directory behind in /tmp).
-pub struct Scratch(std::path::PathBuf);
+#[path = "../../../lama/tests/common/scratch.rs"]
+mod scratch_folder;
 
-impl std::ops::Deref for Scratch {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl AsRef<std::path::Path> for Scratch {
-    fn as_ref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A scratch directory of this test process, named for `name`.
-pub fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("lama-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    Scratch(dir)
+/// A scratch folder `lama-cli-NAME-PID`, removed when dropped.
+pub fn scratch(name: &str) -> scratch_folder::Scratch {
+    scratch_folder::scratch(&format!("cli-{name}"))
 }
 
 pub fn lines(o: &Output) -> Vec<String> {
