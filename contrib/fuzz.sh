@@ -35,6 +35,8 @@ for t in "${targets[@]}"; do
   corpus=fuzz/corpus/$t
   mkdir -p "$corpus" "fuzz/artifacts/$t"
   scratch=$(mktemp -d)
+  # The targets' own files (arbitrary_step's host file) go here, not into /tmp for good.
+  tmp=$(mktemp -d)
   if [ $grow = 1 ]; then dirs=("$PWD/$corpus"); else dirs=("$scratch" "$PWD/$corpus"); fi
   log=$scratch.log
   before=$(ls "fuzz/artifacts/$t" | wc -l)
@@ -44,7 +46,7 @@ for t in "${targets[@]}"; do
   # AddressSanitizer keeps freed memory in a quarantine of 256 MB by default, which alone would
   # reach the limit: a smaller one keeps the limit about the code's own allocations.
   set +e
-  (cd fuzz && ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=16} cargo +nightly fuzz run -O -s "$sanitizer" "$t" "${dirs[@]}" -- \
+  (cd fuzz && TMPDIR=$tmp ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=16} cargo +nightly fuzz run -O -s "$sanitizer" "$t" "${dirs[@]}" -- \
       -max_total_time="$seconds" -timeout=5 -rss_limit_mb=256 -malloc_limit_mb=256 -print_final_stats=1 \
       ${jobs[@]+"${jobs[@]}"}) >"$log" 2>&1
   status=$?
@@ -66,7 +68,7 @@ for t in "${targets[@]}"; do
     rm -f "$log"
   fi
   printf '%-16s %12s %8s %8s %7s  %s\n' "$t" "$execs" "${edges:-?}" "${feats:-?}" "$size" "$result"
-  rm -rf "$scratch"
+  rm -rf "$scratch" "$tmp"
   if [ $grow = 1 ] && [ $status -eq 0 ]; then
     (cd fuzz && cargo +nightly fuzz cmin -O -s "$sanitizer" "$t" >/dev/null 2>&1) || echo "  cmin $t failed" >&2
   fi
