@@ -68,12 +68,12 @@ if ! release=$(srun --version 2>&1) || [ -z "$release" ]; then
   exit 0
 fi
 release=$(awk '{print $2; exit}' <<<"$release")
+release=${release%%-*}
 reads=$(scontrol show config 2>/dev/null | sed -nE 's/^PlugStackConfig +=  *//p')
 if [ "$(realpath -m "$reads")" != "$(realpath -m "$plugstack")" ]; then
   echo "not ok - Slurm reads its SPANK plugins from ${reads:-a file scontrol does not name}, not from $plugstack, which this run would write"
   exit 0
 fi
-release=${release%%-*}
 if [ -d "$suite" ] && [ ! -d "$suite/testsuite" ]; then
   for t in $(ls "$suite"/slurm-*-testsuite.tar.* 2>/dev/null | sort -V); do
     v=$(sed -E 's/.*slurm-([0-9.]+)-testsuite.*/\1/' <<<"$t")
@@ -152,10 +152,11 @@ line_of() {
   esac
   [ -z "$included" ] || echo "include $included"
 }
-# SchedMD's tests that write plugstack.conf anew with their own plugin alone (`echo ... >
-# $new_spank_conf`, then cp over it), where the others append theirs (test7.11, test38.6).
+# Whether SchedMD's test writes plugstack.conf anew with its own plugin alone (`echo ... >
+# $new_spank_conf`, then cp over it: test7.21 and test7.24 of both testsuites), where the others
+# append theirs (`>>`: test7.11, test38.6). Read from the test itself.
 replaces_plugstack() {
-  [ "$1" = test7.21 ] || [ "$1" = test7.24 ]
+  grep -qE '[^>]>[[:space:]]*\$(new_spank_conf|spank_conf_file)\b' "$expect_dir/$1" 2>/dev/null
 }
 # A log line as its message alone: no time stamp, level or call stack.
 clean='s/^\[[^]]*\] +[A-Za-z]+ +//; s/ \([a-z_]+@[^)]*\)$//; s/^Command "([^ "]*\/)?([^ "]+)[^"]*" failed/\2 failed/'
@@ -208,7 +209,6 @@ spank_output_race() {
     grep -qE '[^ ]\[Job: [0-9]+\] (Found|Looking for) \(' "$(log_of "$1" "$3")" 2>/dev/null
 }
 # The reason a run gives when that race spoiled every try: Slurm's, whatever lama does.
-failed_tries=0
 race_reason="Slurm's SPANK output race (test7.24's plugin lines interleaved by srun) in every try"
 # A subtest whose command SchedMD's test gives a few seconds timed out (test7.11 runs salloc,
 # sbatch and srun with a bad option of its own SPANK plugin under `-timeout 2`): on a loaded
@@ -230,27 +230,28 @@ log_of() {
 # that failed on test7.24's output race at most four times (it came three times in a row in a
 # loaded run); each is counted in $races, and each failed try's log kept beside the last.
 run_one() {
-  local try r stopped log tries=3
+  local try r stopped race log tries=3
   log=$(log_of "$1" "$2")
   for try in 1 2 3 4 5; do
     r=$(run_once "$1" "$2")
     # Every run's leftover salloc is killed, whatever its outcome.
     stopped=$(salloc_race)
-    [ "$(head -n 1 <<<"$r")" = fail ] && [ "$try" -lt "$tries" ] || break
-    if [ "$stopped" -gt 0 ]; then
-      echo "$1 $2 salloc" >>"$races"
-    elif spank_output_race "$1" "$r" "$2"; then
-      tries=5
-      echo "$1 $2 spank-output" >>"$races"
-    elif short_timeout "$r" "$1" "$2"; then
-      echo "$1 $2 short-timeout" >>"$races"
-    else
-      break
+    race=""
+    if [ "$(head -n 1 <<<"$r")" = fail ]; then
+      if [ "$stopped" -gt 0 ]; then
+        race=salloc
+      elif spank_output_race "$1" "$r" "$2"; then
+        race=spank-output tries=5
+      elif short_timeout "$r" "$1" "$2"; then
+        race=short-timeout
+      fi
     fi
-    failed_tries=$((failed_tries + 1))
-    mv "$log" "${log%.log}.failed$failed_tries.log"
+    [ -n "$race" ] && [ "$try" -lt "$tries" ] || break
+    echo "$1 $2 $race" >>"$races"
+    # (run_one runs in a subshell of its own: the name is made unique here, not counted.)
+    mv "$log" "$(mktemp --suffix=.log "${log%.log}.failed.XXXX")"
   done
-  if [ "$(head -n 1 <<<"$r")" = fail ] && spank_output_race "$1" "$r" "$2"; then
+  if [ "$race" = spank-output ]; then
     printf 'fail\n%s\n' "$race_reason"
   else
     echo "$r"
