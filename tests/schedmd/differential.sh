@@ -230,7 +230,7 @@ log_of() {
 # that failed on test7.24's output race at most four times (it came three times in a row in a
 # loaded run); each is counted in $races, and each failed try's log kept beside the last.
 run_one() {
-  local try r stopped race log tries=3
+  local try r stopped race log keep tries=3
   log=$(log_of "$1" "$2")
   for try in 1 2 3 4 5; do
     r=$(run_once "$1" "$2")
@@ -252,10 +252,22 @@ run_one() {
     mv "$log" "$(mktemp --suffix=.log "${log%.log}.failed.XXXX")"
   done
   if [ "$race" = spank-output ]; then
-    printf 'fail\n%s\n' "$race_reason"
-  else
-    echo "$r"
+    r=$(printf 'fail\n%s' "$race_reason")
   fi
+  echo "$r"
+  # A failed run's log, kept for its evidence (the next run of the mode writes over the log).
+  if [ "$(head -n 1 <<<"$r")" = fail ] && [ -f "$log" ]; then
+    keep=$(mktemp --suffix=.log "${log%.log}.fail.XXXX") && cp "$log" "$keep" && echo "$keep"
+  fi
+}
+# What a failed run's log shows up to its first failure: the lines before it (an expect test's
+# command and output), or a pytest run's last lines; as comments.
+evidence() {
+  local n
+  [ -n "$1" ] && [ -f "$1" ] || return 0
+  n=$(grep -m 1 -nE '\((fail|subfail)@|^\[[^]]*\] (Fatal|Error) ' "$1" | cut -d: -f1)
+  if [ -n "$n" ]; then sed -n "$((n > 15 ? n - 15 : 1)),${n}p" "$1"; else tail -n 15 "$1"; fi |
+    sed -E "$clean" | cut -c1-300 | sed 's/^/#     /'
 }
 run_once() {
   local test=$1 mode=$2 log rc reason
@@ -322,7 +334,7 @@ for t in "${tests[@]}"; do
     continue
   fi
   t0=$(date +%s)
-  declare -A got=() why=() hist=() seen=()
+  declare -A got=() why=() hist=() seen=() evid=()
   # Up to three rounds of the three runs, while they differ: a difference counts only when it
   # is steady (below).
   for round in 1 2 3; do
@@ -332,7 +344,7 @@ for t in "${tests[@]}"; do
       r=$(run_one "$t" "$m")
       got[$m]=$(head -n 1 <<<"$r") why[$m]=$(sed -n 2p <<<"$r")
       hist[$m]+="${hist[$m]:+ }${got[$m]}"
-      [ "${got[$m]}" = pass ] || seen[$m]+="${why[$m]}"$'\n'
+      [ "${got[$m]}" = pass ] || seen[$m]+="${why[$m]}"$'\n' evid[$m]=${evid[$m]:-$(sed -n 3p <<<"$r")}
     done
     # Another round only for a difference that would count: one the admin guide explains
     # under policy=auto counts as agreement.
@@ -353,7 +365,7 @@ for t in "${tests[@]}"; do
       for mm in none "$m"; do
         r=$(run_one "$t" "$mm")
         hist[$mm]+=" $(head -n 1 <<<"$r")"
-        [ "$(head -n 1 <<<"$r")" = pass ] || seen[$mm]+="$(sed -n 2p <<<"$r")"$'\n'
+        [ "$(head -n 1 <<<"$r")" = pass ] || seen[$mm]+="$(sed -n 2p <<<"$r")"$'\n' evid[$mm]=${evid[$mm]:-$(sed -n 3p <<<"$r")}
       done
     done
     same=""
@@ -380,9 +392,9 @@ for t in "${tests[@]}"; do
   # A test that must run and never passed without lama: its reason, for the summary below.
   ran=yes
   [ -z "${must[$t]:-}" ] || [[ " ${hist[none]} " == *" pass "* ]] || ran=no
-  printf '%s\t%s\t%s\t%s\t%s\t%s|%s|%s|%s\t%s\t%s\t%s|%s|%s\n' "$t" "${got[none]}" "${got[default]}" "${got[auto]}" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s|%s|%s|%s\t%s\t%s\t%s|%s|%s|%s|%s\n' "$t" "${got[none]}" "${got[default]}" "${got[auto]}" \
     $(($(date +%s) - t0)) "${why[none]}" "${why[default]}" "${why[auto]}" "$note" "$steady" "$ran" \
-    "$flaky" "${hist[none]}" "$(sed -n 1p <<<"${seen[default]:-}${seen[auto]:-}")" >>"$table"
+    "$flaky" "${hist[none]}" "$(sed -n 1p <<<"${seen[default]:-}${seen[auto]:-}")" "${evid[default]:-}" "${evid[auto]:-}" >>"$table"
 done
 took=$(($(date +%s) - started))
 
@@ -399,11 +411,12 @@ if [ ! -s "$table" ]; then
 fi
 while IFS=$'\t' read -r t none def auto secs reasons steady ran unsteady; do
   IFS='|' read -r rn rd ra note <<<"$reasons"
-  IFS='|' read -r flaky hn wl <<<"$unsteady"
+  IFS='|' read -r flaky hn wl ed ea <<<"$unsteady"
   for m in $flaky; do
     bad=1
     case $m in default) m="lama's default arguments" ;; auto) m="policy=auto" ;; esac
     echo "not ok - [$label] $t passes in every run without lama ($(wc -w <<<"$hn")) and fails now and then with $m, never for a reason seen without it: $wl"
+    if [ "$m" = policy=auto ]; then evidence "$ea"; else evidence "$ed"; fi
   done
   [ -z "$note" ] || echo "#   $t: $note"
   if [ "$ran" = no ]; then
@@ -415,6 +428,7 @@ while IFS=$'\t' read -r t none def auto secs reasons steady ran unsteady; do
   if [ "$none" = pass ] && [ "$def" != pass ] && [[ " $steady " == *" default "* ]]; then
     bad=1
     echo "not ok - [$label] $t passes without lama and ${def}s with lama's default arguments: $rd"
+    evidence "$ed"
   fi
   if [ "$none" != "$auto" ] && [[ " $steady " == *" auto "* ]]; then
     if grep -qxF "$t" <<<"$explained"; then
@@ -422,6 +436,7 @@ while IFS=$'\t' read -r t none def auto secs reasons steady ran unsteady; do
     else
       bad=1
       echo "not ok - [$label] $t: $none without lama, $auto under policy=auto, which the admin guide does not explain: ${ra:-$rn}"
+      evidence "$ea"
     fi
   fi
 done <"$table"

@@ -36,6 +36,21 @@ if ! LAMA_SANDBOX_CGROUP=1 LAMA_SANDBOX_MEMORY=1000 "$top/contrib/sandbox.sh" st
   exit 0
 fi
 export SLURM_CONF=$LAMA_SANDBOX/slurm.conf
+# The control: a plugin that cannot load fails every step under lama, and differential.sh must
+# say so, with the lines of the failed run (test1.1: a few seconds).
+ctl=$(mktemp -d)
+broken=$ctl/broken.so
+: >"$broken"
+control=$(LAMA_SCHEDMD_OUT=$ctl/out LAMA_SCHEDMD_WHERE=sandbox "$top/tests/schedmd/differential.sh" \
+  "$shared/vendor/slurm-testsuite" "$broken" "$LAMA_SANDBOX_PLUGSTACK" test1.1 2>&1)
+if grep -q "^not ok - .* test1.1 passes without lama and fails with lama's default arguments" <<<"$control" &&
+  grep -qF "$broken" <<<"$(grep '^#     ' <<<"$control")"; then
+  echo "ok - [Slurm $release] differential.sh catches a lama plugin that fails every step (test1.1), and shows the failed run's lines"
+else
+  echo "not ok - [Slurm $release] differential.sh catches a lama plugin that fails every step (test1.1), with the failed run's lines"
+  sed 's/^/#   /' <<<"$control"
+fi
+rm -rf "$ctl"
 # differential.sh's verdict counts only when it ran to its end.
 LAMA_SCHEDMD_ARGS="cache=$LAMA_SANDBOX/cache" LAMA_SCHEDMD_WHERE=sandbox \
   "$top/tests/schedmd/differential.sh" "$shared/vendor/slurm-testsuite" "$plugin" "$LAMA_SANDBOX_PLUGSTACK" "$@" 2>&1 | tee "$out"
