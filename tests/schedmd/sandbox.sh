@@ -43,12 +43,14 @@ broken=$ctl/broken.so
 : >"$broken"
 control=$(LAMA_SCHEDMD_OUT=$ctl/out LAMA_SCHEDMD_WHERE=sandbox "$top/tests/schedmd/differential.sh" \
   "$shared/vendor/slurm-testsuite" "$broken" "$LAMA_SANDBOX_PLUGSTACK" test1.1 2>&1)
-if grep -q "^not ok - .* test1.1 passes without lama and fails with lama's default arguments" <<<"$control" &&
+status=$?
+# (It counts only as a whole run: its status 0 and its last line.)
+if [ "$status" = 0 ] && grep -qx '# done: differential.sh' <<<"$control" &&
+  grep -q "^not ok - .* test1.1 passes without lama and fails with lama's default arguments" <<<"$control" &&
   grep -qF "$broken" <<<"$(grep '^#     ' <<<"$control")"; then
-  echo "ok - [Slurm $release] differential.sh catches a lama plugin that fails every step (test1.1), and shows the failed run's lines"
+  ok "[Slurm $release] differential.sh catches a lama plugin that fails every step (test1.1), and shows the failed run's lines"
 else
-  echo "not ok - [Slurm $release] differential.sh catches a lama plugin that fails every step (test1.1), with the failed run's lines"
-  sed 's/^/#   /' <<<"$control"
+  not_ok "[Slurm $release] differential.sh catches a lama plugin that fails every step (test1.1), with the failed run's lines (it exited with status $status)" "$control"
 fi
 rm -rf "$ctl"
 # differential.sh's verdict counts only when it ran to its end.
