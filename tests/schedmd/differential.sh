@@ -160,6 +160,8 @@ replaces_plugstack() {
 }
 # A log line as its message alone: no time stamp, level or call stack.
 clean='s/^\[[^]]*\] +[A-Za-z]+ +//; s/ \([a-z_]+@[^)]*\)$//; s/^Command "([^ "]*\/)?([^ "]+)[^"]*" failed/\2 failed/'
+# A log's line that says the test failed: a (sub)test's failure, or the testsuite's own error.
+failure='\((fail|subfail)@|^\[[^]]*\] (Fatal|Error) '
 # Every test starts on a cluster at rest: every node idle, no job. SchedMD's tests skip
 # themselves without an idle node, and the last test's cancelled jobs may still be completing,
 # or a node not yet answering, on a loaded machine (a fresh run here skipped test1.49 and
@@ -265,9 +267,17 @@ run_one() {
 evidence() {
   local n
   [ -n "$1" ] && [ -f "$1" ] || return 0
-  n=$(grep -m 1 -nE '\((fail|subfail)@|^\[[^]]*\] (Fatal|Error) ' "$1" | cut -d: -f1)
+  n=$(grep -m 1 -nE "$failure" "$1" | cut -d: -f1)
   if [ -n "$n" ]; then sed -n "$((n > 15 ? n - 15 : 1)),${n}p" "$1"; else tail -n 15 "$1"; fi |
     sed -E "$clean" | cut -c1-300 | sed 's/^/#     /'
+}
+# Adds run_one's answer R for MODE to the test's history: its outcome, and for a failure its
+# reason and (the first failure's) log.
+tally() {
+  local mode=$1 outcome
+  outcome=$(head -n 1 <<<"$2")
+  hist[$mode]+="${hist[$mode]:+ }$outcome"
+  [ "$outcome" = pass ] || seen[$mode]+="$(sed -n 2p <<<"$2")"$'\n' evid[$mode]=${evid[$mode]:-$(sed -n 3p <<<"$2")}
 }
 run_once() {
   local test=$1 mode=$2 log rc reason
@@ -293,7 +303,7 @@ run_once() {
         sort -u | head -n 2 | paste -sd';' -)
       echo skip ;;
     124 | 137) echo fail; echo "timed out after $limit s"; return ;;
-    *) reason=$(grep -m 1 -E '\((fail|subfail)@|^\[[^]]*\] (Fatal|Error) ' "$log"); echo fail ;;
+    *) reason=$(grep -m 1 -E "$failure" "$log"); echo fail ;;
   esac
   [ -n "$reason" ] || reason=$(grep -m 1 -E 'INCOMPLETE: |exception|error' "$log")
   sed -E "$clean" <<<"${reason:-exit status $rc}" | cut -c1-200
@@ -345,8 +355,7 @@ for t in "${tests[@]}"; do
     for m in "${modes[@]}"; do
       r=$(run_one "$t" "$m")
       got[$m]=$(head -n 1 <<<"$r") why[$m]=$(sed -n 2p <<<"$r")
-      hist[$m]+="${hist[$m]:+ }${got[$m]}"
-      [ "${got[$m]}" = pass ] || seen[$m]+="${why[$m]}"$'\n' evid[$m]=${evid[$m]:-$(sed -n 3p <<<"$r")}
+      tally "$m" "$r"
     done
     # Another round only for a difference that would count: one the admin guide explains
     # under policy=auto counts as agreement.
@@ -365,9 +374,7 @@ for t in "${tests[@]}"; do
     [[ " ${hist[$m]} " == *" fail "* && " ${hist[$m]} " == *" pass "* ]] || continue
     for _ in 1 2 3 4; do
       for mm in none "$m"; do
-        r=$(run_one "$t" "$mm")
-        hist[$mm]+=" $(head -n 1 <<<"$r")"
-        [ "$(head -n 1 <<<"$r")" = pass ] || seen[$mm]+="$(sed -n 2p <<<"$r")"$'\n' evid[$mm]=${evid[$mm]:-$(sed -n 3p <<<"$r")}
+        tally "$mm" "$(run_one "$t" "$mm")"
       done
     done
     same=""
