@@ -8,6 +8,7 @@
 #                                   cannot start, under the test command's set -e)
 #   a flux start that fails         tests/flux/hardware.sh with a flux whose `start` fails
 #   differential.sh dying           tests/schedmd/sandbox.sh, differential.sh killed before its verdict
+#   the control's run dying         tests/schedmd/sandbox.sh, the control's differential.sh killed after its not ok
 #   a fuzz target with no input     contrib/fuzz.sh with a cargo-fuzz that runs nothing
 #   a failed release build          release_plugin with a cargo that fails, an old plugin left
 # And the control: a suite that runs to its end with a skip totals `1 passed, 0 failed, 1 skipped`,
@@ -132,6 +133,25 @@ echo "# SchedMD's tests: 3 tests, each run without lama / with lama's defaults /
 kill -9 $$
 EOF
 sabotaged "differential.sh dying before its verdict" suite "$t/tests/schedmd/sandbox.sh" /usr /bin/true test1.1
+
+# --- the control's differential.sh dying after the line the control looks for ---------------------------
+t=$(mktree schedmd-control tests/schedmd/sandbox.sh)
+stub "$t/contrib/sandbox.sh" <<<'#!/bin/sh
+exit 0'
+stub "$t/contrib/slurm-version.sh" <<<'#!/bin/sh
+echo 22.05'
+stub "$t/tests/schedmd/differential.sh" <<'EOF'
+#!/usr/bin/env bash
+# The control's run killed after its not ok and evidence, before its end; the run itself whole.
+if [[ $2 == */broken.so ]]; then
+  echo "not ok - [stand-in] test1.1 passes without lama and fails with lama's default arguments: srun failed"
+  echo "#     srun: error: spank: $2: Dlopen of plugin file failed"
+  kill -9 $$
+fi
+echo "ok - [stand-in] no test that passes without lama fails with lama's default arguments"
+echo "# done: differential.sh"
+EOF
+sabotaged "the control's differential.sh dying before its end" suite "$t/tests/schedmd/sandbox.sh" /usr /bin/true test1.1
 
 # --- a fuzz target with no input -------------------------------------------------------------------------
 t=$(mktree fuzz contrib/fuzz.sh tests/fuzz.sh)
