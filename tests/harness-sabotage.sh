@@ -113,44 +113,33 @@ exit 1
 EOF
 sabotaged "a flux start that fails" suite "$real/tests/flux/hardware.sh" /bin/true /bin/true "$work/flux"
 
-# --- differential.sh dying before its verdict ---------------------------------------------------------
-t=$(mktree schedmd tests/schedmd/sandbox.sh)
-stub "$t/contrib/sandbox.sh" <<<'#!/bin/sh
+# --- differential.sh dying, in its run or in sandbox.sh's control -------------------------------------------
+# schedmd_tree NAME CONTROL_END RUN: sandbox.sh with no cluster and a stand-in differential.sh.
+# The control's run (a plugin that cannot load) prints what differential.sh prints for it, then
+# does CONTROL_END; the run itself does RUN.
+schedmd_tree() {
+  local t
+  t=$(mktree "$1" tests/schedmd/sandbox.sh)
+  stub "$t/contrib/sandbox.sh" <<<'#!/bin/sh
 exit 0'
-stub "$t/contrib/slurm-version.sh" <<<'#!/bin/sh
+  stub "$t/contrib/slurm-version.sh" <<<'#!/bin/sh
 echo 22.05'
-stub "$t/tests/schedmd/differential.sh" <<'EOF'
+  {
+    cat <<'EOF'
 #!/usr/bin/env bash
-# sandbox.sh's control (a plugin that cannot load) answered as differential.sh answers it; the
-# run itself killed.
 if [[ $2 == */broken.so ]]; then
   echo "not ok - [stand-in] test1.1 passes without lama and fails with lama's default arguments: srun failed"
   echo "#     srun: error: spank: $2: Dlopen of plugin file failed"
-  echo "# done: differential.sh"
-  exit 0
-fi
-echo "# SchedMD's tests: 3 tests, each run without lama / with lama's defaults / under policy=auto"
-kill -9 $$
 EOF
+    printf '  %s\nfi\n%s\n' "$2" "$3"
+  } | stub "$t/tests/schedmd/differential.sh"
+  echo "$t"
+}
+t=$(schedmd_tree schedmd 'echo "# done: differential.sh"; exit 0' \
+  'echo "# 3 tests, each run without lama / with its defaults / under policy=auto"; kill -9 $$')
 sabotaged "differential.sh dying before its verdict" suite "$t/tests/schedmd/sandbox.sh" /usr /bin/true test1.1
-
-# --- the control's differential.sh dying after the line the control looks for ---------------------------
-t=$(mktree schedmd-control tests/schedmd/sandbox.sh)
-stub "$t/contrib/sandbox.sh" <<<'#!/bin/sh
-exit 0'
-stub "$t/contrib/slurm-version.sh" <<<'#!/bin/sh
-echo 22.05'
-stub "$t/tests/schedmd/differential.sh" <<'EOF'
-#!/usr/bin/env bash
-# The control's run killed after its not ok and evidence, before its end; the run itself whole.
-if [[ $2 == */broken.so ]]; then
-  echo "not ok - [stand-in] test1.1 passes without lama and fails with lama's default arguments: srun failed"
-  echo "#     srun: error: spank: $2: Dlopen of plugin file failed"
-  kill -9 $$
-fi
-echo "ok - [stand-in] no test that passes without lama fails with lama's default arguments"
-echo "# done: differential.sh"
-EOF
+t=$(schedmd_tree schedmd-control 'kill -9 $$' \
+  'echo "ok - [stand-in] no test that passes without lama fails with its default arguments"; echo "# done: differential.sh"')
 sabotaged "the control's differential.sh dying before its end" suite "$t/tests/schedmd/sandbox.sh" /usr /bin/true test1.1
 
 # --- a fuzz target with no input -------------------------------------------------------------------------
