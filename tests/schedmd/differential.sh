@@ -74,6 +74,9 @@ if [ "$(realpath -m "$reads")" != "$(realpath -m "$plugstack")" ]; then
   echo "not ok - Slurm reads its SPANK plugins from ${reads:-a file scontrol does not name}, not from $plugstack, which this run would write"
   exit 0
 fi
+# The daemons' log files (a name pattern such as slurmd-%n.log as a glob): what they and the
+# kernel said during a failed run goes with its evidence (a daemon's error, a command's crash).
+daemon_logs=$(scontrol show config 2>/dev/null | sed -nE 's/^Slurm(ctld|d)LogFile += *//p' | sed -E 's/%[a-zA-Z]/*/g')
 if [ -d "$suite" ] && [ ! -d "$suite/testsuite" ]; then
   for t in $(ls "$suite"/slurm-*-testsuite.tar.* 2>/dev/null | sort -V); do
     v=$(sed -E 's/.*slurm-([0-9.]+)-testsuite.*/\1/' <<<"$t")
@@ -260,6 +263,7 @@ run_one() {
   # A failed run's log, kept for its evidence (the next run of the mode writes over the log).
   if [ "$(head -n 1 <<<"$r")" = fail ] && [ -f "$log" ]; then
     keep=$(mktemp --suffix=.log "${log%.log}.fail.XXXX") && cp "$log" "$keep" && echo "$keep"
+    [ ! -s "${log%.log}.daemons" ] || cp "${log%.log}.daemons" "${keep%.log}.daemons"
   fi
 }
 # What a failed run's log shows up to its first failure: the lines before it (an expect test's
@@ -270,6 +274,7 @@ evidence() {
   n=$(grep -m 1 -nE "$failure" "$1" | cut -d: -f1)
   if [ -n "$n" ]; then sed -n "$((n > 15 ? n - 15 : 1)),${n}p" "$1"; else tail -n 15 "$1"; fi |
     sed -E "$clean" | cut -c1-300 | sed 's/^/#     /'
+  [ ! -s "${1%.log}.daemons" ] || { echo "#     -- the daemons' and the kernel's logs during that run:"; cut -c1-300 "${1%.log}.daemons" | sed 's/^/#     /'; }
 }
 # Adds run_one's answer R for MODE to the test's history: its outcome, and for a failure its
 # reason and (the first failure's) log.
@@ -279,23 +284,45 @@ tally() {
   hist[$mode]+="${hist[$mode]:+ }$outcome"
   [ "$outcome" = pass ] || seen[$mode]+="$(sed -n 2p <<<"$2")"$'\n' evid[$mode]=${evid[$mode]:-$(sed -n 3p <<<"$2")}
 }
+# Where each daemon's log and the kernel's log stand now: "FILE SIZE" lines ("dmesg LINES").
+log_marks() {
+  local g f
+  for g in $daemon_logs; do
+    for f in $g; do [ ! -f "$f" ] || echo "$f $(stat -c %s "$f")"; done
+  done
+  echo "dmesg $(dmesg 2>/dev/null | wc -l)"
+}
+# What they said since MARKS that reads as trouble, the last few lines of each.
+log_news() {
+  local f n
+  while read -r f n; do
+    if [ "$f" = dmesg ]; then dmesg 2>/dev/null | tail -n +$((n + 1)) | sed 's/^/kernel: /'
+    else tail -c +$((n + 1)) "$f" 2>/dev/null | sed "s|^|${f##*/}: |"; fi |
+      grep -iE 'error|fatal|segfault|signal|killed|oom|core dump' | tail -n 6
+  done <<<"$1"
+}
 run_once() {
-  local test=$1 mode=$2 log rc reason
+  local test=$1 mode=$2 log rc reason marks
   log=$(log_of "$1" "$2")
   settle "$test" "$mode"
   line_of "$mode" >"$plugstack"
+  marks=$(log_marks)
+  # (Beside the log, not in it: the retry rules read the test's own lines.)
+  rm -f "${log%.log}.daemons"
   if [[ $test == python/* ]]; then
     # ATF runs Slurm's commands from PATH; COLUMNS keeps pytest's summary lines whole.
     (cd "$work/slurm/testsuite/python" && PATH=$prefix/bin:$PATH COLUMNS=400 timeout -k 10 "$limit" \
       pytest-3 -q -rsfE -p no:cacheprovider "${test#python/}") >"$log" 2>&1 </dev/null
     rc=$?
     scancel -u "$(id -un)" >/dev/null 2>&1
+    [ "$rc" = 0 ] || log_news "$marks" >"${log%.log}.daemons"
     python_outcome "$log" "$rc"
     return
   fi
   (cd "$expect_dir" && timeout -k 10 "$limit" expect "$test") >"$log" 2>&1 </dev/null
   rc=$?
   scancel -u "$(id -un)" >/dev/null 2>&1
+  [ "$rc" = 0 ] || [ "$rc" = 255 ] || log_news "$marks" >"${log%.log}.daemons"
   case $rc in
     0) echo pass; return ;;
     255)
