@@ -292,13 +292,16 @@ log_marks() {
   done
   echo "dmesg $(dmesg 2>/dev/null | wc -l)"
 }
-# What they said since MARKS that reads as trouble, the last few lines of each.
+# What they said since MARKS that reads as trouble, the last few lines of each; and the batch
+# jobs slurmctld accepted meanwhile, which tell a command that ended before its job was
+# submitted from one whose job was submitted but whose last lines the test never read.
 log_news() {
-  local f n
+  local f n news
   while read -r f n; do
-    if [ "$f" = dmesg ]; then dmesg 2>/dev/null | tail -n +$((n + 1)) | sed 's/^/kernel: /'
-    else tail -c +$((n + 1)) "$f" 2>/dev/null | sed "s|^|${f##*/}: |"; fi |
-      grep -iE 'error|fatal|segfault|signal|killed|oom|core dump' | tail -n 6
+    if [ "$f" = dmesg ]; then news=$(dmesg 2>/dev/null | tail -n +$((n + 1)) | sed 's/^/kernel: /')
+    else news=$(tail -c +$((n + 1)) "$f" 2>/dev/null | sed "s|^|${f##*/}: |"); fi
+    grep -iE 'error|fatal|segfault|signal|killed|oom|core dump' <<<"$news" | tail -n 6
+    grep -E '_slurm_rpc_submit_batch_job: JobId=' <<<"$news" | tail -n 3
   done <<<"$1"
 }
 run_once() {
