@@ -233,12 +233,12 @@ short_timeout() {
 # command, both times its third run of test7.11, under policy=auto), where slurmctld alone took
 # 5.2 s over the submission. Told by the daemons' log: slurmctld accepted a batch job during the
 # run whose id the test's log never shows.
+# (LOG is the run's log; the daemons' lines are beside it.)
 late_submit() {
-  local log id
-  log=$(log_of "$1" "$2")
-  grep -q 'Batch submit failure' "$log" 2>/dev/null || return 1
-  for id in $(grep -oE '_slurm_rpc_submit_batch_job: JobId=[0-9]+' "${log%.log}.daemons" 2>/dev/null | sed 's/.*=//'); do
-    grep -qE "Submitted batch job $id\b" "$log" || return 0
+  local id
+  grep -q 'Batch submit failure' "$1" 2>/dev/null || return 1
+  for id in $(grep -oE '_slurm_rpc_submit_batch_job: JobId=[0-9]+' "${1%.log}.daemons" 2>/dev/null | sed 's/.*=//'); do
+    grep -qE "Submitted batch job $id\b" "$1" || return 0
   done
   return 1
 }
@@ -266,7 +266,7 @@ run_one() {
         race=spank-output tries=5
       elif short_timeout "$r" "$1" "$2"; then
         race=short-timeout
-      elif late_submit "$1" "$2"; then
+      elif late_submit "$log"; then
         race=late-submit
       fi
     fi
