@@ -142,7 +142,14 @@ printf 'SlurmInstallDir=%s\nSlurmBuildDir=%s\nSlurmConfigDir=%s\n' "$prefix" "$w
 export SLURM_TESTSUITE_CONF=$work/testsuite.conf
 # No colours in the logs, and Slurm's cleanup even after a failure; the MPI tests (test1.88,
 # test1.116, ...) use this machine's mpicc, not /usr/local/bin's.
-printf 'set testsuite_colorize false\nset testsuite_cleanup_on_failure true\n' >"$expect_dir/globals.local"
+# expect's own wait for a line is 10 s unless a test sets another (SchedMD's globals leave it
+# commented out, "cset timeout $max_job_delay"), while their helpers (run_command, wait_for) give
+# a command 60 s. The older tests' bare expect blocks then fail a command that is merely slow:
+# test7.11's `salloc --help` ("salloc not responding") and sbatch's job id ("Batch submit
+# failure") in the Debian 13 guest's one TCG thread beside the sandbox suites, where `scontrol
+# reconfigure` alone took 16 s. The helpers' 60 s, for all three runs alike: a test that hangs
+# still fails, a minute later.
+printf 'set testsuite_colorize false\nset testsuite_cleanup_on_failure true\nset timeout 60\n' >"$expect_dir/globals.local"
 ! command -v mpicc >/dev/null || echo "set mpicc $(command -v mpicc)" >>"$expect_dir/globals.local"
 label="Slurm $release, SchedMD's $suite_version tests${LAMA_SCHEDMD_WHERE:+, $LAMA_SCHEDMD_WHERE}"
 
@@ -226,8 +233,8 @@ short_timeout() {
   [[ $2 != python/* ]] && grep -q '^Subtest .*Command "' <<<"$(sed -n 2p <<<"$1")" &&
     grep -qE 'Command "[^"]*" timed out after [0-9]+ seconds' "$(log_of "$2" "$3")" 2>/dev/null
 }
-# SchedMD's test7.11 waits for sbatch's "Submitted batch job" with expect's default 10 s: its
-# `-re timeout` branch matches the word, not expect's timeout, so running out of time is silent
+# SchedMD's test7.11 waits for sbatch's "Submitted batch job" with expect's default (10 s before
+# globals.local above made it 60 s): its `-re timeout` branch matches the word, not expect's timeout, so running out of time is silent
 # and the test fails with "Batch submit failure" although the job was submitted and ran. Seen in
 # the Debian 13 guest's one TCG thread beside the sandbox suites (in 2 of 7 runs of the test
 # command, both times its third run of test7.11, under policy=auto), where slurmctld alone took
