@@ -36,6 +36,8 @@ if ! "$top/contrib/guest.sh" start "$run" "${shares[@]}" 2>"$run/start.err"; the
 fi
 booted=$(( $(date +%s) - started ))
 echo "# guest up in $booted s ($(cat "$run/accel"))"
+# A restart on the way (a kernel oops, qemu gone) is said, not only when the boot failed.
+grep -v '^guest: up ' "$run/start.err" | sed 's/^/# /'
 for p in /usr "${prefixes[@]}"; do
   # The guest's Debian 22.05 is this Debian's (the same package), so its headers name it.
   version=$("$top/contrib/slurm-version.sh" "$p/include" 2>/dev/null || true)

@@ -89,6 +89,7 @@ if [ "$up" != 0 ]; then
   not_ok "the Debian 13 guest boots" "$(cat "$work/start.err")" "$(tail -n 30 "$run"/console-*.log 2>/dev/null)"
   exit 0
 fi
+grep -v '^guest: up ' "$work/start.err" | sed 's/^/# /'
 echo "# Debian 13 guest up in $(( $(date +%s) - booted )) s ($(cat "$run/accel")), beside the build: waited $(( $(date +%s) - t )) s for it"
 guest() { LAMA_GUEST_DIST=trixie "$top/contrib/guest.sh" ssh "$run" "$@"; }
 guest "cat /etc/debian_version; uname -r; systemctl --version | head -n 1; hwloc-info --version" | paste -sd' ' - | sed 's/^/# the guest: Debian /'
