@@ -24,7 +24,7 @@
 #   Python tests need (tests/schedmd/); an image of its own, cached like the others).
 #
 # /dev/kvm may exist and still not boot Debian's kernel (a nested PVM device fails on
-# `-cpu host`): then TCG runs it, slowly (ssh answers 2-3 minutes after start). Under TCG the
+# `-cpu host`; here qemu 7.2 aborts at once, "failed to set MSR 0x10a"): then TCG runs it, slowly (ssh answers 2-3 minutes after start). Under TCG the
 # vendor must be Intel, or the guest shows no hardware threads.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -208,8 +208,9 @@ start() {
   echo "$accel" > "$run/accel"
   local started=$(date +%s) limit=$([ "$accel" = kvm ] && echo 120 || echo 600) oopsed=0
   until ssh_to "$run" true 2>/dev/null; do
-    if [ "$accel" = kvm ] && [ $(( $(date +%s) - started )) -ge "$limit" ]; then
-      # A KVM that starts but never boots: fall back to TCG once.
+    if [ "$accel" = kvm ] && { [ $(( $(date +%s) - started )) -ge "$limit" ] ||
+      ! kill -0 "$(cat "$run/qemu.pid" 2>/dev/null)" 2>/dev/null; }; then
+      # A KVM that starts but never boots, or whose qemu ends on the way: fall back to TCG once.
       qemu_kill "$run"
       qemu-img create -q -f qcow2 -F raw -b "$image/rootfs.ext4" "$run/overlay.qcow2"
       accel=tcg limit=600 started=$(date +%s)

@@ -506,7 +506,7 @@ while IFS=$'\t' read -r t none def auto secs reasons steady ran unsteady; do
   fi
 done <"$table"
 retried=""
-[ ! -s "$races" ] || retried="; $(wc -l <"$races") run(s) retried for Slurm's races (salloc's job-control race, test7.24's SPANK output race), a subtest's short timeout or test7.11's 10 s for sbatch's job id (tests/schedmd/differential.sh): $(sort "$races" | uniq -c |
+[ ! -s "$races" ] || retried="; $(wc -l <"$races") run(s) retried for Slurm's races (salloc's job-control race, test7.24's SPANK output race), a subtest's short timeout or test7.11's wait for sbatch's job id (tests/schedmd/differential.sh): $(sort "$races" | uniq -c |
   awk '{ m = $3 == "none" ? "without lama" : $3 == "default" ? "defaults" : "policy=auto"; printf "%s%s %s %s %d", s, $2, m, $4, $1; s = ", " }')"
 if [ $bad = 0 ] && [ "$(count 2 pass)" = 0 ] && [ "$(count 2 fail)" = 0 ]; then
   # Every test skipped: nothing was compared.
