@@ -24,8 +24,9 @@
 #   Python tests need (tests/schedmd/); an image of its own, cached like the others).
 #
 # /dev/kvm may exist and still not boot Debian's kernel (a nested PVM device fails on
-# `-cpu host`; here qemu 7.2 aborts at once, "failed to set MSR 0x10a"): then TCG runs it, slowly (ssh answers 2-3 minutes after start). Under TCG the
-# vendor must be Intel, or the guest shows no hardware threads.
+# `-cpu host`; here qemu 7.2 aborts at once, "failed to set MSR 0x10a"): then TCG runs it,
+# slowly (ssh answers 2-3 minutes after start). Under TCG the vendor must be Intel, or the
+# guest shows no hardware threads.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${LAMA_GUEST_CACHE:-/var/cache/lama/guest}
@@ -157,7 +158,12 @@ qemu_up() {
     sleep 1
   done
   sleep 5
-  [ -s "$run/qemu.pid" ] && kill -0 "$(cat "$run/qemu.pid")" 2>/dev/null
+  qemu_alive "$run"
+}
+
+# Whether RUN's qemu runs.
+qemu_alive() {
+  [ -s "$1/qemu.pid" ] && kill -0 "$(cat "$1/qemu.pid")" 2>/dev/null
 }
 
 # Ends RUN's qemu and waits until it is gone: the next one takes its ssh port.
@@ -181,7 +187,7 @@ qemu_end() {
 }
 
 start() {
-  local run=$1 shares=() i=0 spec tag dir accel mounts="" ended=0
+  local run=$1 shares=() i=0 spec tag dir accel mounts="" started limit oopsed=0 ended=0
   shift
   build_image >/dev/null
   [ ! -e "$run/qemu.pid" ] || die "$run holds a guest already (contrib/guest.sh stop $run)"
@@ -206,16 +212,13 @@ start() {
     qemu_up "$run" tcg "${shares[@]}" || boot_again
   fi
   echo "$accel" > "$run/accel"
-  local started=$(date +%s) limit=$([ "$accel" = kvm ] && echo 120 || echo 600) oopsed=0
+  started=$(date +%s) limit=$([ "$accel" = kvm ] && echo 120 || echo 600)
   until ssh_to "$run" true 2>/dev/null; do
-    if [ "$accel" = kvm ] && { [ $(( $(date +%s) - started )) -ge "$limit" ] ||
-      ! kill -0 "$(cat "$run/qemu.pid" 2>/dev/null)" 2>/dev/null; }; then
+    if [ "$accel" = kvm ] && { [ $(( $(date +%s) - started )) -ge "$limit" ] || ! qemu_alive "$run"; }; then
       # A KVM that starts but never boots, or whose qemu ends on the way: fall back to TCG once.
-      qemu_kill "$run"
-      qemu-img create -q -f qcow2 -F raw -b "$image/rootfs.ext4" "$run/overlay.qcow2"
-      accel=tcg limit=600 started=$(date +%s)
+      accel=tcg limit=600
       echo tcg > "$run/accel"
-      qemu_up "$run" tcg "${shares[@]}" || boot_again
+      boot_afresh kvm
     fi
     # QEMU before 8.1 (Debian 12 has 7.2) can run a stale translation of code the kernel has just
     # patched under multi-threaded TCG: an int3 Oops at boot, now and then (ClangBuiltLinux
@@ -224,15 +227,11 @@ start() {
     if [ "$accel" = tcg ] && [ "$oopsed" -lt 2 ] && grep -qE 'Oops: |Kernel panic' "$run/console-tcg.log" 2>/dev/null; then
       oopsed=$((oopsed + 1))
       echo "guest: the kernel oopsed while booting under TCG (QEMU 7.2's translation-block defect, boot-utils #111); restart $oopsed of at most 2" >&2
-      qemu_kill "$run"
-      mv "$run/console-tcg.log" "$run/console-tcg.oops$oopsed.log"
-      qemu-img create -q -f qcow2 -F raw -b "$image/rootfs.ext4" "$run/overlay.qcow2"
-      started=$(date +%s)
-      qemu_up "$run" tcg "${shares[@]}" || boot_again
+      boot_afresh "oops$oopsed"
       continue
     fi
     [ $(( $(date +%s) - started )) -lt "$limit" ] || die "no ssh from the guest after $limit s (console: $run/console-$accel.log)"
-    kill -0 "$(cat "$run/qemu.pid" 2>/dev/null)" 2>/dev/null || boot_again
+    qemu_alive "$run" || boot_again
     sleep 5
   done
   [ -z "$mounts" ] || ssh_to "$run" "${mounts}true"
@@ -242,14 +241,22 @@ start() {
 # RUN's qemu ended on its own while the guest booted. QEMU 7.2 (Debian 12's) under
 # multi-threaded TCG was seen to die with SIGSEGV while the kernel probed its PCI devices, the
 # same moment in CI and here (1 boot in 3 beside a sandbox suite): said with qemu's last words,
-# and booted afresh, at most twice; a third end is the failure. (Uses start's run, accel,
-# shares, started and ended.)
+# and booted afresh, at most twice; a third end is the failure. (Uses start's run, accel and
+# ended.)
 boot_again() {
   [ "$ended" -lt 2 ] || die "qemu ended a third time while the guest booted (console: $run/console-$accel.log): $(qemu_end "$run" "$accel")"
   ended=$((ended + 1))
   echo "guest: qemu ended while the guest booted under $accel ($(qemu_end "$run" "$accel" | paste -sd' ' -)); boot $((ended + 1)) of at most 3" >&2
-  mv "$run/console-$accel.log" "$run/console-$accel.ended$ended.log" 2>/dev/null || true
-  mv "$run/qemu-$accel.err" "$run/qemu-$accel.ended$ended.err" 2>/dev/null || true
+  boot_afresh "ended$ended"
+}
+
+# Boots the guest anew under start's accel: the qemu before it killed (when it still runs), its
+# console and messages kept as console-ACCEL.WHY.log and qemu-ACCEL.WHY.err, a fresh overlay.
+# (Uses start's run, accel, shares and started.)
+boot_afresh() {
+  qemu_kill "$run"
+  mv "$run/console-$accel.log" "$run/console-$accel.$1.log" 2>/dev/null || true
+  mv "$run/qemu-$accel.err" "$run/qemu-$accel.$1.err" 2>/dev/null || true
   qemu-img create -q -f qcow2 -F raw -b "$image/rootfs.ext4" "$run/overlay.qcow2"
   started=$(date +%s)
   qemu_up "$run" "$accel" "${shares[@]}" || boot_again

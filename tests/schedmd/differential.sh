@@ -234,8 +234,9 @@ short_timeout() {
     grep -qE 'Command "[^"]*" timed out after [0-9]+ seconds' "$(log_of "$2" "$3")" 2>/dev/null
 }
 # SchedMD's test7.11 waits for sbatch's "Submitted batch job" with expect's default (10 s before
-# globals.local above made it 60 s): its `-re timeout` branch matches the word, not expect's timeout, so running out of time is silent
-# and the test fails with "Batch submit failure" although the job was submitted and ran. Seen in
+# globals.local above made it 60 s): its `-re timeout` branch matches the word, not expect's
+# timeout, so running out of time is silent and the test fails with "Batch submit failure"
+# although the job was submitted and ran. Seen in
 # the Debian 13 guest's one TCG thread beside the sandbox suites (in 2 of 7 runs of the test
 # command, both times its third run of test7.11, under policy=auto), where slurmctld alone took
 # 5.2 s over the submission. Told by the daemons' log: slurmctld accepted a batch job during the
